@@ -1,0 +1,194 @@
+/*
+ * dispatch.c — delivering changes: the lock-free read side.
+ *
+ * Invariants
+ * ----------
+ * - A dispatch runs inside one epoch read section on this thread's record:
+ *   nothing it loads (slot, list, observation, ck_hs map) is freed before it
+ *   ends, whatever writers do meanwhile. It takes no lock and writes no
+ *   shared memory except this thread's own epoch record.
+ * - Snapshot: the dispatch loads each list and its count once at the start;
+ *   observations appended later are past that count and not visited.
+ *   Before calling an observation it checks `state`: one removed since the
+ *   dispatch started (by an earlier callback, on any thread) is skipped.
+ * - Order: entries of a list are in registration order; the specific list
+ *   of (object, key) and the key's wildcard list are merged by their
+ *   hub-wide registration sequence numbers.
+ * - Values: each callback receives a copy of the change that carries only
+ *   the values its options asked for. The copy is rebuilt only when the
+ *   options differ from the previous callee's.
+ * - Nesting: a per-thread depth counter refuses dispatches deeper than
+ *   CKVO_NESTING_LIMIT with CKVO_ELOOP, before anything is delivered.
+ */
+#include "internal.h"
+
+/* Which values a callee may receive, given the change. */
+static ckvo_options_t
+values_allowed(const ckvo_change_t *change, bool prior)
+{
+	ckvo_options_t allowed = CKVO_OPTION_NEW | CKVO_OPTION_OLD;
+
+	if (prior || change->kind == CKVO_KIND_REMOVAL)
+		allowed &= ~CKVO_OPTION_NEW;
+	if (change->kind == CKVO_KIND_INSERTION)
+		allowed &= ~CKVO_OPTION_OLD;
+	return allowed;
+}
+
+static bool
+change_valid(const ckvo_change_t *change)
+{
+	switch (change->kind) {
+	case CKVO_KIND_SETTING:
+		return change->indexes == NULL && change->index_count == 0;
+	case CKVO_KIND_INSERTION:
+	case CKVO_KIND_REMOVAL:
+	case CKVO_KIND_REPLACEMENT:
+		return change->indexes != NULL || change->index_count == 0;
+	default:
+		return false;
+	}
+}
+
+/* The state of one delivery loop. */
+struct delivery {
+	const ckvo_change_t *change;
+	ckvo_change_t view;         /* what the current callee receives */
+	ckvo_options_t allowed;     /* values_allowed() */
+	ckvo_options_t view_values; /* the values `view` currently carries */
+	ckvo_options_t required;    /* CKVO_OPTION_PRIOR for a prior dispatch */
+};
+
+static inline void
+deliver(struct delivery *d, struct ckvo_observation *obs)
+{
+	ckvo_options_t options, values;
+
+	if (obs == NULL || ck_pr_load_uint(&obs->state) != CKVO_STATE_LIVE)
+		return;
+	options = obs->options;
+	if ((options & d->required) != d->required)
+		return;
+	values = options & d->allowed;
+	if (CKVO_UNLIKELY(values != d->view_values)) {
+		d->view.new_value = (values & CKVO_OPTION_NEW) ? d->change->new_value : NULL;
+		d->view.old_value = (values & CKVO_OPTION_OLD) ? d->change->old_value : NULL;
+		d->view_values = values;
+	}
+	obs->callback(&d->view, obs->context);
+}
+
+/* The published list of `slot` and its length at this moment (the snapshot). */
+static inline const struct ckvo_entry *
+list_snapshot(struct ckvo_slot *slot, uint32_t *count)
+{
+	struct ckvo_list *list;
+
+	*count = 0;
+	if (slot == NULL)
+		return NULL;
+	CKVO_TSAN_ACQUIRE(slot);
+	list = ck_pr_load_ptr(&slot->list);
+	*count = ck_pr_load_32(&list->count);
+	/* Entries below the count were written before it was published. */
+	ck_pr_fence_load();
+	CKVO_TSAN_ACQUIRE(list);
+	return list->items;
+}
+
+static void
+deliver_all(struct delivery *d, const struct ckvo_entry *a, uint32_t na,
+    const struct ckvo_entry *b, uint32_t nb)
+{
+	uint32_t i = 0, j = 0;
+
+	/* Merge by registration sequence; entry sequence numbers never change. */
+	while (i < na && j < nb) {
+		if (a[i].seq < b[j].seq)
+			deliver(d, ck_pr_load_ptr(&a[i++].obs));
+		else
+			deliver(d, ck_pr_load_ptr(&b[j++].obs));
+	}
+	for (; i < na; i++)
+		deliver(d, ck_pr_load_ptr(&a[i].obs));
+	for (; j < nb; j++)
+		deliver(d, ck_pr_load_ptr(&b[j].obs));
+}
+
+static ckvo_status_t
+dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
+{
+	struct ckvo_thread *thread = &ckvo__thread;
+	struct ckvo_keyinfo *info;
+	ck_epoch_record_t *record;
+	const struct ckvo_entry *specific, *wildcard;
+	uint32_t n_specific = 0, n_wildcard;
+	struct delivery d;
+
+	if (CKVO_UNLIKELY(hub == NULL || change == NULL))
+		return CKVO_EINVAL;
+	info = ckvo__key_lookup(hub, change->key);
+	if (CKVO_UNLIKELY(info == NULL || !change_valid(change)))
+		return CKVO_EINVAL;
+	if (CKVO_UNLIKELY(thread->depth >= CKVO_NESTING_LIMIT))
+		return CKVO_ELOOP;
+	if (ck_pr_load_64(&info->observations) == 0)
+		return CKVO_OK;
+	record = ckvo__thread_record();
+	if (CKVO_UNLIKELY(record == NULL))
+		return CKVO_ENOMEM;
+
+	thread->depth++;
+	ckvo__read_begin(record);
+
+	wildcard = list_snapshot(ck_pr_load_ptr(&info->wildcard), &n_wildcard);
+	specific = NULL;
+	if (change->object != NULL && ck_pr_load_64(&info->object_slots) != 0) {
+		struct ckvo_slot probe = { .object = change->object, .key = change->key };
+		struct ckvo_slot *slot = ck_hs_get(&hub->slots,
+		    ckvo__slot_hash(&hub->slots, change->object, change->key), &probe);
+
+		specific = list_snapshot(slot, &n_specific);
+	}
+
+	if (n_specific + n_wildcard != 0) {
+		d.change = change;
+		d.view = *change;
+		d.view.is_prior = prior;
+		d.view.is_initial = false;
+		d.allowed = values_allowed(change, prior);
+		d.view_values = d.allowed;
+		d.view.new_value = (d.allowed & CKVO_OPTION_NEW) ? change->new_value : NULL;
+		d.view.old_value = (d.allowed & CKVO_OPTION_OLD) ? change->old_value : NULL;
+		d.required = prior ? CKVO_OPTION_PRIOR : 0;
+		deliver_all(&d, specific, n_specific, wildcard, n_wildcard);
+	}
+
+	ckvo__read_end(record);
+	thread->depth--;
+	return CKVO_OK;
+}
+
+ckvo_status_t
+ckvo_will_change(ckvo_hub_t *hub, const ckvo_change_t *change)
+{
+	return dispatch(hub, change, true);
+}
+
+ckvo_status_t
+ckvo_did_change(ckvo_hub_t *hub, const ckvo_change_t *change)
+{
+	return dispatch(hub, change, false);
+}
+
+bool
+ckvo_has_observers(ckvo_hub_t *hub, const void *object, ckvo_key_t key)
+{
+	struct ckvo_keyinfo *info;
+
+	(void)object; /* a per-key count: "maybe" for other objects of an observed key */
+	if (CKVO_UNLIKELY(hub == NULL))
+		return false;
+	info = ckvo__key_lookup(hub, key);
+	return info != NULL && ck_pr_load_64(&info->observations) != 0;
+}

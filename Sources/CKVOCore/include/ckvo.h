@@ -1,0 +1,332 @@
+/*
+ * ckvo.h — CKVOCore, lock-free key-value observing for C.
+ *
+ * A hub is a registry of observations. An observation says: when `key` of
+ * `object` changes, call `callback(change, context)`. The code that changes a
+ * value announces it with ckvo_will_change() (optional, for "prior"
+ * observers) and ckvo_did_change(); the hub calls every matching observer,
+ * synchronously, on the announcing thread.
+ *
+ * Defaults that hold for every function below unless its comment says
+ * otherwise:
+ *   - Thread safety: any thread may call any function at any time, including
+ *     from inside a callback (re-entrancy) — except ckvo_hub_destroy, which
+ *     needs the hub to be otherwise idle.
+ *   - Blocking: dispatch (will/did change, has_observers) never blocks and
+ *     never takes a lock. Registration and removal serialize on a per-hub
+ *     writer lock that is never held while user code runs, so they never
+ *     wait for a callback. Only the functions whose name or comment says
+ *     "waits" (ckvo_unobserve_sync, ckvo_hub_flush, ckvo_hub_destroy) wait
+ *     for dispatches running on other threads.
+ *   - Pointers: every pointer argument is borrowed for the duration of the
+ *     call. `object` and `owner` pointers are identities only: the hub never
+ *     dereferences them.
+ *   - Errors: functions return a ckvo_status_t (CKVO_OK == 0, errors
+ *     negative) or a documented invalid value. No argument value crashes the
+ *     process; a failed call changes nothing and calls no callback.
+ *     New status codes may be added in later versions.
+ */
+#ifndef CKVO_H
+#define CKVO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckvo_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CKVO_EXPORT __attribute__((visibility("default")))
+#else
+#define CKVO_EXPORT
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+/*
+ * The status list, defined once: X(NAME, value, message). CKVO_OK is 0 and
+ * every error is negative.
+ */
+#define CKVO_STATUS_MAP(X)                                                     \
+	X(OK, 0, "success")                                                     \
+	X(EINVAL, -1, "invalid argument")                                       \
+	X(ENOENT, -2, "no such observation")                                    \
+	X(EEXIST, -3, "already observing")                                      \
+	X(ENOMEM, -4, "out of memory")                                          \
+	X(EDEADLK, -5, "would deadlock: called from inside a notification")     \
+	X(ELOOP, -6, "notifications nested deeper than CKVO_NESTING_LIMIT")
+
+typedef enum ckvo_status {
+#define CKVO_STATUS_ENUM_(name, value, message) CKVO_##name = (value),
+	CKVO_STATUS_MAP(CKVO_STATUS_ENUM_)
+#undef CKVO_STATUS_ENUM_
+} ckvo_status_t;
+
+/*
+ * A static, human-readable message for `status`; "unknown status" for a
+ * value that is not a ckvo_status_t. Never NULL.
+ */
+CKVO_EXPORT const char *ckvo_strerror(int status);
+
+/* The library's version as CKVO_VERSION_HEX would spell it (0xMMmmpp). */
+CKVO_EXPORT unsigned int ckvo_version(void);
+
+/* The library's version as "major.minor.patch". Static storage. */
+CKVO_EXPORT const char *ckvo_version_string(void);
+
+/* ------------------------------------------------------------------ types */
+
+/* An opaque observation registry. */
+typedef struct ckvo_hub ckvo_hub_t;
+
+/* An interned key name. 0 is never a valid key. */
+typedef uint32_t ckvo_key_t;
+
+/*
+ * Names one observation. 0 is never a valid token. Tokens are never reused
+ * within a hub: a stale token can never name another observation.
+ */
+typedef uint64_t ckvo_token_t;
+
+/* What an observation asks for; combine with |. */
+typedef uint32_t ckvo_options_t;
+#define CKVO_OPTION_NEW ((ckvo_options_t)1u << 0)     /* carry the new value */
+#define CKVO_OPTION_OLD ((ckvo_options_t)1u << 1)     /* carry the old value */
+#define CKVO_OPTION_INITIAL ((ckvo_options_t)1u << 2) /* notify once at registration */
+#define CKVO_OPTION_PRIOR ((ckvo_options_t)1u << 3)   /* also notify before changes */
+#define CKVO_OPTIONS_ALL                                                       \
+	(CKVO_OPTION_NEW | CKVO_OPTION_OLD | CKVO_OPTION_INITIAL | CKVO_OPTION_PRIOR)
+
+/* What kind of change happened. The collection kinds carry indexes. */
+typedef enum ckvo_kind {
+	CKVO_KIND_SETTING = 1,     /* the value was set (replaced as a whole) */
+	CKVO_KIND_INSERTION = 2,   /* elements were inserted at `indexes` */
+	CKVO_KIND_REMOVAL = 3,     /* elements were removed from `indexes` */
+	CKVO_KIND_REPLACEMENT = 4, /* elements at `indexes` were replaced */
+} ckvo_kind_t;
+
+/*
+ * Dispatches nested deeper than this on one thread (a callback that changes
+ * what it observes, again and again) are refused with CKVO_ELOOP instead of
+ * overflowing the stack. Counted per thread, across all hubs.
+ */
+#define CKVO_NESTING_LIMIT 64
+
+/*
+ * A change, as announced and as delivered.
+ *
+ * Announcing (ckvo_will_change / ckvo_did_change): fill `object`, `key`,
+ * `kind`, the value pointers you have and, for a collection kind, `indexes`;
+ * `is_prior` and `is_initial` are ignored and set by the hub.
+ *
+ * Delivered: a callback receives a copy that carries only what its options
+ * asked for: `new_value` is NULL unless CKVO_OPTION_NEW (and always NULL in a
+ * prior notification and for a removal); `old_value` is NULL unless
+ * CKVO_OPTION_OLD (and always NULL for an insertion and in the initial
+ * notification). The value pointers and `indexes` are borrowed from the
+ * announcer: valid only until the callback returns. Their type is a
+ * convention between the code that announces and the code that observes.
+ */
+typedef struct ckvo_change {
+	const void *object;    /* the changed object; NULL for a keyed broadcast */
+	const void *old_value; /* borrowed; see above */
+	const void *new_value; /* borrowed; see above */
+	const size_t *indexes; /* collection kinds: affected indexes, ascending */
+	size_t index_count;    /* number of entries in `indexes` */
+	ckvo_key_t key;        /* the key that changed */
+	ckvo_kind_t kind;      /* what happened */
+	bool is_prior;         /* delivered before the change (CKVO_OPTION_PRIOR) */
+	bool is_initial;       /* delivered at registration (CKVO_OPTION_INITIAL) */
+} ckvo_change_t;
+
+/*
+ * Called for each change an observation receives; `context` is the pointer
+ * given to ckvo_observe. Runs synchronously on the announcing thread, with no
+ * hub lock held: it may observe, unobserve and announce changes itself.
+ */
+typedef void (*ckvo_callback_t)(const ckvo_change_t *change, void *context);
+
+/*
+ * Called exactly once per successful ckvo_observe, when the observation has
+ * been removed and a grace period has passed in which no dispatch can still
+ * use `context`. Runs on whichever thread performs that reclamation (a later
+ * registration or removal, ckvo_hub_flush or ckvo_hub_destroy), with no hub
+ * lock held: it may call into this API.
+ */
+typedef void (*ckvo_release_t)(void *context);
+
+/*
+ * Reads the current value of `key` on `object` for an initial notification.
+ * Returns a pointer that must stay valid until the initial callback returns.
+ */
+typedef const void *(*ckvo_getter_t)(const void *object, ckvo_key_t key);
+
+/* Counters describing a hub at one moment (for monitoring and tests). */
+typedef struct ckvo_hub_stats {
+	size_t observations;     /* registered and not yet removed */
+	size_t keys;             /* interned keys */
+	size_t pending_releases; /* removed, waiting for a grace period */
+} ckvo_hub_stats_t;
+
+/* -------------------------------------------------------------------- hub */
+
+/*
+ * Creates an empty hub. Returns NULL when out of memory. The caller owns the
+ * hub and frees it with ckvo_hub_destroy.
+ */
+CKVO_EXPORT ckvo_hub_t *ckvo_hub_create(void);
+
+/*
+ * Destroys `hub`: removes every observation, waits for dispatches still
+ * running on other threads, then calls each remaining `release` exactly once.
+ * The hub must not be used by any other thread during or after the call.
+ * NULL is a no-op returning CKVO_OK. Returns CKVO_EINVAL for the default hub
+ * (it lives as long as the process) and CKVO_EDEADLK, destroying nothing,
+ * when called from inside a callback.
+ */
+CKVO_EXPORT ckvo_status_t ckvo_hub_destroy(ckvo_hub_t *hub);
+
+/* The process-wide hub, created on first use. Never NULL unless out of memory. */
+CKVO_EXPORT ckvo_hub_t *ckvo_hub_default(void);
+
+/*
+ * Waits until every observation removed before the call has been released:
+ * for dispatches running on other threads to leave, then calls the pending
+ * `release` callbacks on this thread. For orderly shutdown and tests.
+ * Returns CKVO_EDEADLK, waiting for nothing, from inside a callback.
+ */
+CKVO_EXPORT ckvo_status_t ckvo_hub_flush(ckvo_hub_t *hub);
+
+/* Fills `stats`. CKVO_EINVAL when `hub` or `stats` is NULL. */
+CKVO_EXPORT ckvo_status_t ckvo_hub_stats(ckvo_hub_t *hub, ckvo_hub_stats_t *stats);
+
+/* ------------------------------------------------------------------- keys */
+
+/*
+ * Interns `name` (a NUL-terminated string, copied, at most 1024 bytes) and
+ * returns its key; the same name always yields the same key in one hub.
+ * `getter`, which may be NULL, is how CKVO_OPTION_INITIAL reads the current
+ * value: the first non-NULL getter given for a name is kept, and a later call
+ * with a different non-NULL getter fails. Returns 0 on failure (NULL hub,
+ * NULL, empty or over-long name, conflicting getter, out of memory).
+ */
+CKVO_EXPORT ckvo_key_t ckvo_key_intern(ckvo_hub_t *hub, const char *name, ckvo_getter_t getter);
+
+/*
+ * The name `key` was interned from, or NULL if `key` is not a key of `hub`.
+ * The string lives as long as the hub.
+ */
+CKVO_EXPORT const char *ckvo_key_name(ckvo_hub_t *hub, ckvo_key_t key);
+
+/* ----------------------------------------------------------- observation */
+
+/*
+ * Registers an observation of `key` on `object`.
+ *
+ * `object` NULL observes `key` on every object (including changes announced
+ * with a NULL object); otherwise only changes of that object are delivered.
+ * `owner` (may be NULL) groups observations for ckvo_unobserve_owner.
+ * `callback` is required. `context` is passed to `callback` and, once, to
+ * `release` (may be NULL) after the observation is removed.
+ *
+ * On success stores the new token in `*token` (if `token` is not NULL)
+ * *before* the initial notification, so the initial callback can already
+ * unobserve it, and returns CKVO_OK. With CKVO_OPTION_INITIAL the callback is
+ * called once, before this function returns, with kind CKVO_KIND_SETTING,
+ * `is_initial` set and, if CKVO_OPTION_NEW, the value returned by the key's
+ * getter (NULL if the key has none), read after the observation was
+ * installed.
+ *
+ * A registration with the same owner, object, key, callback and context as a
+ * live one changes nothing: it returns CKVO_EEXIST and stores the existing
+ * token. On any failure `release` is not called: the caller keeps `context`.
+ * Errors: CKVO_EINVAL (NULL hub or callback, unknown key, unknown option
+ * bits), CKVO_EEXIST, CKVO_ENOMEM, CKVO_ELOOP (CKVO_OPTION_INITIAL requested
+ * while this thread is already CKVO_NESTING_LIMIT dispatches deep).
+ *
+ * Cost: amortized O(1) in the number of observers of the key.
+ */
+CKVO_EXPORT ckvo_status_t ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
+    ckvo_options_t options, const void *owner, ckvo_callback_t callback, void *context,
+    ckvo_release_t release, ckvo_token_t *token);
+
+/*
+ * Removes the observation named by `token`. After it returns, no dispatch
+ * that starts later calls it, and a dispatch already running on this thread
+ * (this call made from inside a callback) does not reach it either. A
+ * dispatch running on another thread may still be inside its callback; use
+ * ckvo_unobserve_sync to wait for that. `release` runs later, after a grace
+ * period. CKVO_ENOENT for a token that is unknown, stale or already removed.
+ */
+CKVO_EXPORT ckvo_status_t ckvo_unobserve(ckvo_hub_t *hub, ckvo_token_t token);
+
+/*
+ * Like ckvo_unobserve, then waits until no dispatch on any thread can still
+ * be calling the observation's callback. Returns CKVO_EDEADLK, removing
+ * nothing, when called from inside a callback (it would wait for itself).
+ */
+CKVO_EXPORT ckvo_status_t ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token);
+
+/*
+ * Marks the observation named by `token` dead and queues its removal for the
+ * next registration or removal on the hub. Lock-free and non-blocking: safe
+ * inside a callback on a dispatch path that must not wait for the writer
+ * lock (e.g. a callback that finds its observer gone). Dispatches that reach
+ * the observation after this returns skip it. CKVO_ENOENT as ckvo_unobserve.
+ */
+CKVO_EXPORT ckvo_status_t ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token);
+
+/*
+ * The observed `object` is going away: removes every observation of it at
+ * once (observations with a NULL object are left alone), so a new object at
+ * the same address sees none of them. CKVO_ENOENT if there were none;
+ * CKVO_EINVAL for a NULL hub or object.
+ */
+CKVO_EXPORT ckvo_status_t ckvo_unobserve_object(ckvo_hub_t *hub, const void *object);
+
+/*
+ * The observer `owner` is going away: removes every observation registered
+ * with it. CKVO_ENOENT if there were none; CKVO_EINVAL for a NULL hub or
+ * owner.
+ */
+CKVO_EXPORT ckvo_status_t ckvo_unobserve_owner(ckvo_hub_t *hub, const void *owner);
+
+/* -------------------------------------------------------------- dispatch */
+
+/*
+ * Announces that `change->key` of `change->object` is about to change:
+ * delivers a prior notification (`is_prior` set, no new value) to each
+ * observation with CKVO_OPTION_PRIOR, in registration order. Optional when
+ * nobody asked for prior notifications. Errors: CKVO_EINVAL (NULL hub or
+ * change, unknown key, invalid kind or indexes), CKVO_ELOOP.
+ */
+CKVO_EXPORT ckvo_status_t ckvo_will_change(ckvo_hub_t *hub, const ckvo_change_t *change);
+
+/*
+ * Announces that `change->key` of `change->object` has changed: calls every
+ * observation registered when the dispatch starts, in registration order,
+ * each with the values its options asked for. An observation removed by an
+ * earlier callback of the same dispatch is not called; one added during the
+ * dispatch gets nothing for this change. Every announcement notifies, also
+ * when the new value equals the old one. Lock-free; never blocks. Errors as
+ * ckvo_will_change.
+ */
+CKVO_EXPORT ckvo_status_t ckvo_did_change(ckvo_hub_t *hub, const ckvo_change_t *change);
+
+/*
+ * Whether a change of `key` on `object` may reach an observer, so a setter
+ * can skip building a change. May answer true when nobody would be called;
+ * never answers false while such an observation exists. False for an invalid
+ * hub or key. Lock-free, a few loads.
+ */
+CKVO_EXPORT bool ckvo_has_observers(ckvo_hub_t *hub, const void *object, ckvo_key_t key);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CKVO_H */

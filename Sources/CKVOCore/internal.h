@@ -1,0 +1,304 @@
+/*
+ * internal.h — CKVOCore's private data structures (never installed).
+ *
+ * The shape of a hub
+ * ------------------
+ * A hub maps (object, key) to a *slot*; a slot owns an append-only *list* of
+ * pointers to *observations*, in registration order. Observations of a key on
+ * every object (object == NULL) live in the key's own wildcard slot. Readers
+ * (dispatch) find a slot lock-free: the (object, key) → slot map is a ck_hs
+ * read under a ck_epoch section; the wildcard slot hangs off the key.
+ *
+ * Writers (observe, unobserve, interning) serialize on hub->lock and never
+ * block readers. Everything a reader can reach is freed only through
+ * ck_epoch_call on the hub's writer record, after a grace period; see
+ * reclaim.c. The writer-only indexes (tokens, identities, owners, objects,
+ * names) are touched by writers alone.
+ *
+ * Ownership of memory that readers reach:
+ *   hub->slots (ck_hs)   → struct ckvo_slot      (retired when its last
+ *                                                 observation goes)
+ *   slot->list           → struct ckvo_list      (retired when replaced)
+ *   list->items[i].obs   → struct ckvo_observation (retired when removed,
+ *                                                 after items[i].obs is
+ *                                                 cleared in the current list)
+ *   hub->key_table       → key arrays are never freed before the hub; each
+ *                          struct ckvo_keyinfo lives as long as the hub.
+ *   hub->tokens.dir      → token directories and pages live as long as the
+ *                          hub (the index space only grows).
+ */
+#ifndef CKVO_INTERNAL_H
+#define CKVO_INTERNAL_H
+
+#include <ck_epoch.h>
+#include <ck_hs.h>
+#include <ck_pr.h>
+#include <ck_stack.h>
+#include <pthread.h>
+
+#include "ckvo.h"
+#include "tsan.h"
+
+#define CKVO_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CKVO_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CKVO_CONTAINER(type, member, ptr) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* Longest key name ckvo_key_intern accepts, in bytes, without the NUL. */
+#define CKVO_KEY_NAME_MAX 1024
+
+/* ------------------------------------------------------------ observation */
+
+/* Life of an observation; moves only forward. */
+enum ckvo_state {
+	CKVO_STATE_LIVE = 0,     /* dispatch calls it */
+	CKVO_STATE_DEFERRED = 1, /* a reader marked it dead; a writer removes it */
+	CKVO_STATE_REMOVED = 2,  /* unindexed by a writer; never called again */
+};
+
+struct ckvo_slot;
+struct ckvo_owner_group;
+
+struct ckvo_observation {
+	/* Read by dispatch; immutable after publication except `state`. */
+	ckvo_callback_t callback;
+	void *context;
+	ckvo_options_t options;
+	unsigned int state;   /* enum ckvo_state, atomic */
+	ckvo_token_t token;   /* read by ckvo_unobserve_deferred to validate */
+
+	/* Identity for duplicate detection (writer-only index). */
+	const void *owner;
+	const void *object;
+	ckvo_key_t key;
+
+	/* Writer-only. */
+	ckvo_release_t release;
+	uint64_t seq;                  /* registration order, hub-wide */
+	struct ckvo_slot *slot;
+	uint32_t index;                /* position in slot->list */
+	struct ckvo_owner_group *owner_group;
+	struct ckvo_observation *owner_prev, *owner_next;
+	ck_stack_entry_t deferred_link; /* on hub->deferred while DEFERRED */
+	ck_epoch_entry_t retire;
+};
+
+/* ------------------------------------------------------------------- list */
+
+/* One list entry; `seq` orders specific and wildcard entries against each other. */
+struct ckvo_entry {
+	struct ckvo_observation *obs; /* NULL once removed (atomic) */
+	uint64_t seq;
+};
+
+/*
+ * An observer list. Writers append at items[count] and then publish the new
+ * count; readers read `count` once per dispatch and never look past it. A
+ * list whose capacity is exhausted, or that holds too many removed entries,
+ * is replaced by a compacted copy and retired. Cost is amortized O(1) per
+ * registration and removal.
+ */
+struct ckvo_list {
+	ck_epoch_entry_t retire;
+	uint32_t count;    /* published length (atomic) */
+	uint32_t capacity;
+	struct ckvo_entry items[];
+};
+
+/* ------------------------------------------------------------------- slot */
+
+struct ckvo_keyinfo;
+struct ckvo_object_group;
+
+/* The observers of one (object, key); object == NULL is a key's wildcard slot. */
+struct ckvo_slot {
+	const void *object; /* map key; never changes while stored */
+	ckvo_key_t key;     /* map key; never changes while stored */
+	struct ckvo_list *list; /* published (atomic) */
+
+	/* Writer-only. */
+	struct ckvo_keyinfo *keyinfo;
+	uint32_t live, dead; /* live and cleared entries in `list` */
+	struct ckvo_object_group *group;
+	struct ckvo_slot *group_prev, *group_next;
+	ck_epoch_entry_t retire;
+};
+
+/* -------------------------------------------------------------------- key */
+
+struct ckvo_keyinfo {
+	/* Read by dispatch. */
+	struct ckvo_slot *wildcard;   /* observers of every object (atomic) */
+	uint64_t observations;        /* live observations of this key (atomic) */
+	uint64_t object_slots;        /* slots with a non-NULL object (atomic) */
+	ckvo_getter_t getter;         /* set once, under the writer lock */
+
+	/* Immutable after interning. */
+	const char *name;
+	size_t name_length;
+	ckvo_key_t id;
+};
+
+/* Key id k lives at array[k - 1]. Old arrays are kept until the hub dies. */
+struct ckvo_key_array {
+	struct ckvo_key_array *older;
+	uint32_t capacity;
+	struct ckvo_keyinfo *keys[];
+};
+
+/* ----------------------------------------------------------------- tokens */
+
+#define CKVO_TOKEN_PAGE_BITS 9
+#define CKVO_TOKEN_PAGE_SIZE (1u << CKVO_TOKEN_PAGE_BITS)
+
+struct ckvo_token_page {
+	struct ckvo_observation *obs[CKVO_TOKEN_PAGE_SIZE]; /* atomic */
+};
+
+/* Page directory; replaced by a larger copy, older ones kept until the hub dies. */
+struct ckvo_token_dir {
+	struct ckvo_token_dir *older;
+	uint32_t capacity; /* pages */
+	struct ckvo_token_page *pages[];
+};
+
+struct ckvo_tokens {
+	struct ckvo_token_dir *dir; /* published (atomic) */
+	/* Writer-only. */
+	uint32_t *generation;   /* per index */
+	uint32_t used;          /* indexes ever handed out */
+	uint32_t *free;         /* stack of reusable indexes */
+	uint32_t free_count, free_capacity, generation_capacity;
+};
+
+/* ---------------------------------------------------------------- groups */
+
+struct ckvo_owner_group {
+	const void *owner; /* map key */
+	struct ckvo_observation *head;
+};
+
+struct ckvo_object_group {
+	const void *object; /* map key */
+	struct ckvo_slot *head;
+};
+
+/* -------------------------------------------------------------------- hub */
+
+struct ckvo_hub {
+	pthread_mutex_t lock;         /* serializes writers */
+	ck_epoch_record_t *writer;    /* retires through this record, under `lock` only */
+
+	ck_hs_t slots;                /* (object, key) → slot; read lock-free */
+	struct ckvo_key_array *keys;  /* published (atomic) */
+	uint32_t key_count;           /* published (atomic) */
+	struct ckvo_tokens tokens;
+	ck_stack_t deferred;          /* observations marked dead by readers (MPSC) */
+
+	/* Writer-only. */
+	ck_hs_t names;                /* name → keyinfo */
+	ck_hs_t identities;           /* observation identity → observation */
+	ck_hs_t owners;               /* owner → owner group */
+	ck_hs_t objects;              /* object → object group */
+	uint64_t next_seq;
+	size_t observations;
+	uint64_t unreleased;          /* retired observations not yet released (atomic) */
+	bool is_default;
+
+	struct ckvo_hub *registry_prev, *registry_next; /* all hubs, for fork */
+};
+
+/* ---------------------------------------------------------------- threads */
+
+/* Per-thread state, across all hubs. */
+struct ckvo_thread {
+	ck_epoch_record_t *record; /* this thread's reader record, lazily registered */
+	unsigned int depth;        /* dispatches in progress on this thread */
+	struct ckvo_hub *writing;  /* hub whose writer lock this thread holds */
+};
+
+extern __thread struct ckvo_thread ckvo__thread __attribute__((tls_model("initial-exec")));
+extern ck_epoch_t ckvo__epoch;
+
+/* thread.c */
+ck_epoch_record_t *ckvo__thread_record_slow(void);
+ck_epoch_record_t *ckvo__writer_record(struct ckvo_hub *hub);
+void ckvo__threads_after_fork_child(void);
+
+/* This thread's reader record, or NULL when out of memory. */
+static inline ck_epoch_record_t *
+ckvo__thread_record(void)
+{
+	ck_epoch_record_t *record = ckvo__thread.record;
+
+	if (CKVO_LIKELY(record != NULL))
+		return record;
+	return ckvo__thread_record_slow();
+}
+
+/* True inside any epoch read section on this thread (inside a callback). */
+static inline bool
+ckvo__in_read_section(void)
+{
+	ck_epoch_record_t *record = ckvo__thread.record;
+
+	return record != NULL && ck_pr_load_uint(&record->active) != 0;
+}
+
+/* Enters / leaves a read section (the caller checked the record exists). */
+static inline void
+ckvo__read_begin(ck_epoch_record_t *record)
+{
+	ck_epoch_begin(record, NULL);
+}
+
+static inline void
+ckvo__read_end(ck_epoch_record_t *record)
+{
+	/* Everything this reader did happens before frees that wait for it. */
+	CKVO_TSAN_RELEASE(&ckvo__epoch);
+	ck_epoch_end(record, NULL);
+}
+
+/* table.c: ck_hs plumbing */
+extern struct ck_malloc ckvo__hs_allocator;
+unsigned long ckvo__hash_pointer(const void *pointer, uint64_t extra);
+bool ckvo__slots_init(ck_hs_t *hs);
+bool ckvo__names_init(ck_hs_t *hs);
+bool ckvo__identities_init(ck_hs_t *hs);
+bool ckvo__groups_init(ck_hs_t *hs);
+unsigned long ckvo__slot_hash(const ck_hs_t *hs, const void *object, ckvo_key_t key);
+unsigned long ckvo__name_hash(const ck_hs_t *hs, const char *name, size_t length);
+unsigned long ckvo__identity_hash(const ck_hs_t *hs, const struct ckvo_observation *obs);
+unsigned long ckvo__group_hash(const ck_hs_t *hs, const void *pointer);
+
+/* hub.c / reclaim.c: the writer protocol */
+void ckvo__hub_lock(struct ckvo_hub *hub);
+void ckvo__hub_unlock(struct ckvo_hub *hub);
+void ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready);
+void ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready);
+void ckvo__reclaim_detach_all(struct ckvo_hub *hub, ck_stack_t *out);
+void ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs);
+void ckvo__retire_list(struct ckvo_hub *hub, struct ckvo_list *list);
+void ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot);
+
+/* key.c */
+struct ckvo_keyinfo *ckvo__key_lookup(struct ckvo_hub *hub, ckvo_key_t key);
+void ckvo__keys_destroy(struct ckvo_hub *hub);
+
+/* list.c */
+bool ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs);
+void ckvo__list_remove(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs);
+struct ckvo_list *ckvo__list_create(uint32_t capacity);
+
+/* token.c */
+bool ckvo__token_assign(struct ckvo_hub *hub, struct ckvo_observation *obs);
+void ckvo__token_release(struct ckvo_hub *hub, struct ckvo_observation *obs);
+struct ckvo_observation *ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token);
+void ckvo__tokens_destroy(struct ckvo_hub *hub);
+
+/* observe.c */
+void ckvo__drain_deferred(struct ckvo_hub *hub);
+bool ckvo__remove_all(struct ckvo_hub *hub);
+
+#endif /* CKVO_INTERNAL_H */

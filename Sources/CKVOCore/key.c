@@ -1,0 +1,157 @@
+/*
+ * key.c — interned key names.
+ *
+ * Invariants
+ * ----------
+ * - Key k is hub->keys->keys[k - 1]. Interning happens under the writer
+ *   lock; a new key's info is filled, stored into the array, and only then is
+ *   hub->key_count raised, so a reader that sees k <= key_count finds k.
+ * - A full array is copied into a larger one that is published before the
+ *   count grows. Old arrays are kept (chained) until the hub is destroyed, so
+ *   readers need no epoch section to look a key up: key lookup is two loads.
+ * - struct ckvo_keyinfo lives as long as the hub; its name never changes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct ckvo_keyinfo *
+ckvo__key_lookup(struct ckvo_hub *hub, ckvo_key_t key)
+{
+	uint32_t count = ck_pr_load_32(&hub->key_count);
+	struct ckvo_key_array *array;
+	struct ckvo_keyinfo *info;
+
+	if (CKVO_UNLIKELY(key == 0 || key > count))
+		return NULL;
+	/* The count is read before the array: the array is at least as new. */
+	ck_pr_fence_load();
+	array = ck_pr_load_ptr(&hub->keys);
+	info = ck_pr_load_ptr(&array->keys[key - 1]);
+	CKVO_TSAN_ACQUIRE(info);
+	return info;
+}
+
+/* Makes room for one more key; false when out of memory. */
+static bool
+keys_reserve(struct ckvo_hub *hub)
+{
+	struct ckvo_key_array *array = hub->keys;
+	uint32_t capacity;
+	struct ckvo_key_array *bigger;
+
+	if (array != NULL && hub->key_count < array->capacity)
+		return true;
+	if (hub->key_count == UINT32_MAX - 1)
+		return false;
+	capacity = array == NULL ? 16 : array->capacity * 2;
+	bigger = calloc(1, sizeof(*bigger) + (size_t)capacity * sizeof(bigger->keys[0]));
+	if (bigger == NULL)
+		return false;
+	bigger->capacity = capacity;
+	bigger->older = array;
+	if (array != NULL)
+		memcpy(bigger->keys, array->keys, (size_t)hub->key_count * sizeof(array->keys[0]));
+	CKVO_TSAN_RELEASE(bigger);
+	ck_pr_fence_store();
+	ck_pr_store_ptr(&hub->keys, bigger);
+	return true;
+}
+
+/* Interns under the writer lock; 0 on failure. */
+static ckvo_key_t
+key_intern_locked(struct ckvo_hub *hub, const char *name, size_t length, ckvo_getter_t getter)
+{
+	struct ckvo_keyinfo probe = { .name = name, .name_length = length };
+	unsigned long hash = ckvo__name_hash(&hub->names, name, length);
+	struct ckvo_keyinfo *info = ck_hs_get(&hub->names, hash, &probe);
+	char *copy;
+
+	if (info != NULL) {
+		if (getter == NULL || info->getter == getter)
+			return info->id;
+		if (info->getter != NULL)
+			return 0; /* a different getter is already bound to this name */
+		info->getter = getter;
+		return info->id;
+	}
+
+	if (!keys_reserve(hub))
+		return 0;
+	info = calloc(1, sizeof(*info));
+	copy = malloc(length + 1);
+	if (info == NULL || copy == NULL) {
+		free(info);
+		free(copy);
+		return 0;
+	}
+	memcpy(copy, name, length);
+	copy[length] = '\0';
+	info->name = copy;
+	info->name_length = length;
+	info->getter = getter;
+	info->id = hub->key_count + 1;
+
+	if (!ck_hs_put(&hub->names, hash, info)) {
+		free(copy);
+		free(info);
+		return 0;
+	}
+	hub->keys->keys[info->id - 1] = info;
+	/* The key is complete and in the array before the count admits it. */
+	CKVO_TSAN_RELEASE(info);
+	ck_pr_fence_store();
+	ck_pr_store_32(&hub->key_count, info->id);
+	return info->id;
+}
+
+ckvo_key_t
+ckvo_key_intern(ckvo_hub_t *hub, const char *name, ckvo_getter_t getter)
+{
+	size_t length;
+	ckvo_key_t key;
+
+	if (hub == NULL || name == NULL)
+		return 0;
+	length = strnlen(name, CKVO_KEY_NAME_MAX + 1);
+	if (length == 0 || length > CKVO_KEY_NAME_MAX)
+		return 0;
+
+	ckvo__hub_lock(hub);
+	key = key_intern_locked(hub, name, length, getter);
+	ckvo__hub_unlock(hub);
+	return key;
+}
+
+const char *
+ckvo_key_name(ckvo_hub_t *hub, ckvo_key_t key)
+{
+	struct ckvo_keyinfo *info;
+
+	if (hub == NULL)
+		return NULL;
+	info = ckvo__key_lookup(hub, key);
+	return info == NULL ? NULL : info->name;
+}
+
+void
+ckvo__keys_destroy(struct ckvo_hub *hub)
+{
+	struct ckvo_key_array *array = hub->keys;
+
+	if (array != NULL) {
+		for (uint32_t i = 0; i < hub->key_count; i++) {
+			free((char *)array->keys[i]->name);
+			free(array->keys[i]);
+		}
+	}
+	while (array != NULL) {
+		struct ckvo_key_array *older = array->older;
+
+		free(array);
+		array = older;
+	}
+	hub->keys = NULL;
+	hub->key_count = 0;
+}

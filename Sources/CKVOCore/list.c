@@ -1,0 +1,121 @@
+/*
+ * list.c — a slot's observer list: append-only, read lock-free.
+ *
+ * Invariants
+ * ----------
+ * - Only the writer (under the hub lock) changes a list. Readers load
+ *   slot->list, then list->count once, and visit items[0, count). So an
+ *   observation appended during a dispatch is not visited by it (the
+ *   snapshot rule), and a list never changes under a reader except for
+ *   entries being cleared.
+ * - Append: fill items[count], then publish count + 1 with a store fence in
+ *   between, so a reader that sees the new count sees the entry.
+ * - Remove: clear items[obs->index].obs in the current list. A reader that
+ *   had already loaded the pointer, or is walking an older copy of the list,
+ *   also checks obs->state, set to REMOVED before clearing; the observation
+ *   itself is retired through the epoch, so the pointer stays valid for such
+ *   readers.
+ * - When the list is full, or cleared entries outnumber live ones, the live
+ *   entries are copied, in order, into a new list that is published with one
+ *   pointer store; the old list is retired. Each copy is paid for by the
+ *   appends or removals since the previous one: amortized O(1) per operation,
+ *   so a million observers on one key register in linear time.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* Compact once at least this many entries are cleared and they outnumber the live ones. */
+#define CKVO_LIST_COMPACT_MIN 16u
+#define CKVO_LIST_MIN_CAPACITY 4u
+
+struct ckvo_list *
+ckvo__list_create(uint32_t capacity)
+{
+	struct ckvo_list *list;
+
+	if (capacity < CKVO_LIST_MIN_CAPACITY)
+		capacity = CKVO_LIST_MIN_CAPACITY;
+	list = malloc(sizeof(*list) + (size_t)capacity * sizeof(list->items[0]));
+	if (list == NULL)
+		return NULL;
+	list->count = 0;
+	list->capacity = capacity;
+	return list;
+}
+
+/* Copies the live entries of the current list into a new one with room to grow. */
+static bool
+list_rebuild(struct ckvo_hub *hub, struct ckvo_slot *slot, uint32_t capacity)
+{
+	struct ckvo_list *old = slot->list;
+	struct ckvo_list *list = ckvo__list_create(capacity);
+	uint32_t n = 0;
+
+	if (list == NULL)
+		return false;
+	if (old != NULL) {
+		for (uint32_t i = 0; i < old->count; i++) {
+			struct ckvo_observation *obs = old->items[i].obs;
+
+			if (obs == NULL)
+				continue;
+			obs->index = n;
+			list->items[n++] = old->items[i];
+		}
+	}
+	list->count = n;
+	slot->dead = 0;
+
+	/* The copied entries are visible before the list is. */
+	CKVO_TSAN_RELEASE(list);
+	ck_pr_fence_store();
+	ck_pr_store_ptr(&slot->list, list);
+	if (old != NULL)
+		ckvo__retire_list(hub, old);
+	return true;
+}
+
+bool
+ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs)
+{
+	struct ckvo_list *list = slot->list;
+	uint32_t count;
+
+	if (list == NULL || list->count == list->capacity) {
+		uint64_t wanted = ((uint64_t)slot->live + 1) * 2;
+
+		if (wanted > UINT32_MAX)
+			return false;
+		if (!list_rebuild(hub, slot, (uint32_t)wanted))
+			return false;
+		list = slot->list;
+	}
+
+	count = list->count;
+	list->items[count].obs = obs;
+	list->items[count].seq = obs->seq;
+	obs->slot = slot;
+	obs->index = count;
+	slot->live++;
+
+	/* The entry and the observation it points to are visible before the count. */
+	CKVO_TSAN_RELEASE(list);
+	ck_pr_fence_store();
+	ck_pr_store_32(&list->count, count + 1);
+	return true;
+}
+
+void
+ckvo__list_remove(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs)
+{
+	struct ckvo_list *list = slot->list;
+
+	ck_pr_store_ptr(&list->items[obs->index].obs, NULL);
+	slot->live--;
+	slot->dead++;
+	if (slot->live > 0 && slot->dead >= CKVO_LIST_COMPACT_MIN && slot->dead > slot->live) {
+		/* On allocation failure the cleared entries simply stay until the next try. */
+		(void)list_rebuild(hub, slot, slot->live * 2);
+	}
+}

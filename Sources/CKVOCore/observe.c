@@ -1,0 +1,559 @@
+/*
+ * observe.c — registering and removing observations.
+ *
+ * Invariants
+ * ----------
+ * - All indexes are changed under the writer lock; no user code runs under
+ *   it (the initial notification and every release run after unlocking).
+ * - An observation is published to readers by ckvo__list_append (and, for
+ *   a new slot, by inserting the slot into the map or hanging it off the
+ *   key) only after it is complete and indexed.
+ * - Removal (observation_unlink) marks the observation REMOVED first, then
+ *   clears it from its list and every index, then retires it. Once
+ *   ckvo_unobserve returns, a dispatch that starts later cannot find it, and
+ *   one already running skips it when its turn comes (it checks the state).
+ * - ckvo_unobserve_deferred runs on the read side: it moves LIVE → DEFERRED
+ *   with a compare-and-swap and pushes the observation on hub->deferred.
+ *   Whoever made that transition owns the push; the next writer unlinks it
+ *   (if no writer did already) and retires it. An observation is retired
+ *   exactly once: by the writer that unlinks a LIVE observation, or by the
+ *   drain for a DEFERRED one.
+ * - Registration keys (key->observations) are raised before an observation
+ *   is published and lowered after it is unlinked, so ckvo_has_observers is
+ *   never false while it can be called.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* --------------------------------------------------------------- groups */
+
+static struct ckvo_owner_group *
+owner_group_get(struct ckvo_hub *hub, const void *owner, bool create)
+{
+	struct ckvo_owner_group probe = { .owner = owner };
+	unsigned long hash = ckvo__group_hash(&hub->owners, owner);
+	struct ckvo_owner_group *group = ck_hs_get(&hub->owners, hash, &probe);
+
+	if (group != NULL || !create)
+		return group;
+	group = calloc(1, sizeof(*group));
+	if (group == NULL)
+		return NULL;
+	group->owner = owner;
+	if (!ck_hs_put(&hub->owners, hash, group)) {
+		free(group);
+		return NULL;
+	}
+	return group;
+}
+
+static void
+owner_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_owner_group *group)
+{
+	if (group->head != NULL)
+		return;
+	(void)ck_hs_remove(&hub->owners, ckvo__group_hash(&hub->owners, group->owner), group);
+	free(group);
+}
+
+static struct ckvo_object_group *
+object_group_get(struct ckvo_hub *hub, const void *object, bool create)
+{
+	struct ckvo_object_group probe = { .object = object };
+	unsigned long hash = ckvo__group_hash(&hub->objects, object);
+	struct ckvo_object_group *group = ck_hs_get(&hub->objects, hash, &probe);
+
+	if (group != NULL || !create)
+		return group;
+	group = calloc(1, sizeof(*group));
+	if (group == NULL)
+		return NULL;
+	group->object = object;
+	if (!ck_hs_put(&hub->objects, hash, group)) {
+		free(group);
+		return NULL;
+	}
+	return group;
+}
+
+static void
+object_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_object_group *group)
+{
+	if (group->head != NULL)
+		return;
+	(void)ck_hs_remove(&hub->objects, ckvo__group_hash(&hub->objects, group->object), group);
+	free(group);
+}
+
+/* ---------------------------------------------------------------- slots */
+
+static struct ckvo_slot *
+slot_find(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const void *object)
+{
+	struct ckvo_slot probe = { .object = object, .key = info->id };
+
+	if (object == NULL)
+		return info->wildcard;
+	return ck_hs_get(&hub->slots, ckvo__slot_hash(&hub->slots, object, info->id), &probe);
+}
+
+/* A new, empty, unpublished slot with a list holding room for one observer. */
+static struct ckvo_slot *
+slot_create(struct ckvo_keyinfo *info, const void *object)
+{
+	struct ckvo_slot *slot = calloc(1, sizeof(*slot));
+
+	if (slot == NULL)
+		return NULL;
+	slot->list = ckvo__list_create(0);
+	if (slot->list == NULL) {
+		free(slot);
+		return NULL;
+	}
+	slot->object = object;
+	slot->key = info->id;
+	slot->keyinfo = info;
+	return slot;
+}
+
+/* Makes a filled slot reachable by readers; false (nothing published) when out of memory. */
+static bool
+slot_publish(struct ckvo_hub *hub, struct ckvo_slot *slot)
+{
+	struct ckvo_keyinfo *info = slot->keyinfo;
+	struct ckvo_object_group *group;
+
+	CKVO_TSAN_RELEASE(slot);
+	CKVO_TSAN_RELEASE(slot->list);
+	ck_pr_fence_store();
+	if (slot->object == NULL) {
+		ck_pr_store_ptr(&info->wildcard, slot);
+		return true;
+	}
+
+	group = object_group_get(hub, slot->object, true);
+	if (group == NULL)
+		return false;
+	if (!ck_hs_put(&hub->slots, ckvo__slot_hash(&hub->slots, slot->object, slot->key), slot)) {
+		object_group_drop_if_empty(hub, group);
+		return false;
+	}
+	slot->group = group;
+	slot->group_next = group->head;
+	if (group->head != NULL)
+		group->head->group_prev = slot;
+	group->head = slot;
+	ck_pr_inc_64(&info->object_slots);
+	return true;
+}
+
+/* Unpublishes an empty slot and retires it with its list. */
+static void
+slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
+{
+	struct ckvo_keyinfo *info = slot->keyinfo;
+
+	if (slot->object == NULL) {
+		ck_pr_store_ptr(&info->wildcard, NULL);
+	} else {
+		struct ckvo_object_group *group = slot->group;
+
+		(void)ck_hs_remove(&hub->slots,
+		    ckvo__slot_hash(&hub->slots, slot->object, slot->key), slot);
+		ck_pr_dec_64(&info->object_slots);
+		if (slot->group_prev != NULL)
+			slot->group_prev->group_next = slot->group_next;
+		else
+			group->head = slot->group_next;
+		if (slot->group_next != NULL)
+			slot->group_next->group_prev = slot->group_prev;
+		object_group_drop_if_empty(hub, group);
+	}
+	ckvo__retire_list(hub, slot->list);
+	ckvo__retire_slot(hub, slot);
+}
+
+/* --------------------------------------------------------- observations */
+
+/*
+ * Removes `obs` from every index and its list. Returns the state it had:
+ * the caller retires it if that was LIVE (a DEFERRED one is retired by the
+ * drain, which owns it).
+ */
+static unsigned int
+observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
+{
+	unsigned int previous = ck_pr_fas_uint(&obs->state, CKVO_STATE_REMOVED);
+	struct ckvo_slot *slot = obs->slot;
+	struct ckvo_keyinfo *info = slot->keyinfo;
+
+	ckvo__token_release(hub, obs);
+	(void)ck_hs_remove(&hub->identities, ckvo__identity_hash(&hub->identities, obs), obs);
+	if (obs->owner_group != NULL) {
+		struct ckvo_owner_group *group = obs->owner_group;
+
+		if (obs->owner_prev != NULL)
+			obs->owner_prev->owner_next = obs->owner_next;
+		else
+			group->head = obs->owner_next;
+		if (obs->owner_next != NULL)
+			obs->owner_next->owner_prev = obs->owner_prev;
+		owner_group_drop_if_empty(hub, group);
+	}
+
+	ckvo__list_remove(hub, slot, obs);
+	if (slot->live == 0)
+		slot_drop(hub, slot);
+	ck_pr_dec_64(&info->observations);
+	hub->observations--;
+	return previous;
+}
+
+static void
+observation_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
+{
+	if (observation_unlink(hub, obs) == CKVO_STATE_LIVE)
+		ckvo__retire_observation(hub, obs);
+}
+
+void
+ckvo__drain_deferred(struct ckvo_hub *hub)
+{
+	ck_stack_entry_t *cursor = ck_stack_batch_pop_upmc(&hub->deferred);
+
+	while (cursor != NULL) {
+		struct ckvo_observation *obs =
+		    CKVO_CONTAINER(struct ckvo_observation, deferred_link, cursor);
+
+		cursor = CK_STACK_NEXT(cursor);
+		if (ck_pr_load_uint(&obs->state) == CKVO_STATE_DEFERRED)
+			(void)observation_unlink(hub, obs);
+		ckvo__retire_observation(hub, obs);
+	}
+}
+
+bool
+ckvo__remove_all(struct ckvo_hub *hub)
+{
+	struct ckvo_token_dir *dir = hub->tokens.dir;
+	bool removed = false;
+
+	if (dir == NULL)
+		return false;
+	for (uint32_t p = 0; p < dir->capacity; p++) {
+		struct ckvo_token_page *page = dir->pages[p];
+
+		if (page == NULL)
+			continue;
+		for (uint32_t i = 0; i < CKVO_TOKEN_PAGE_SIZE; i++) {
+			if (page->obs[i] != NULL) {
+				observation_remove(hub, page->obs[i]);
+				removed = true;
+			}
+		}
+	}
+	return removed;
+}
+
+/* Undoes a registration that failed before being published. */
+static void
+registration_abandon(struct ckvo_hub *hub, struct ckvo_observation *obs, bool tokened,
+    bool identified, struct ckvo_owner_group *group)
+{
+	if (identified)
+		(void)ck_hs_remove(&hub->identities, ckvo__identity_hash(&hub->identities, obs), obs);
+	if (group != NULL)
+		owner_group_drop_if_empty(hub, group);
+	if (!tokened) {
+		free(obs);
+		return;
+	}
+	/*
+	 * Its token was published, so a reader guessing tokens may hold it:
+	 * retire it like a removed observation, but without a release call,
+	 * because the caller keeps the context of a failed registration.
+	 */
+	ckvo__token_release(hub, obs);
+	obs->release = NULL;
+	ck_pr_store_uint(&obs->state, CKVO_STATE_REMOVED);
+	ckvo__retire_observation(hub, obs);
+}
+
+/* Installs an observation under the writer lock. */
+static ckvo_status_t
+observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_observation *obs,
+    struct ckvo_observation **existing)
+{
+	unsigned long identity = ckvo__identity_hash(&hub->identities, obs);
+	struct ckvo_owner_group *group = NULL;
+	struct ckvo_slot *slot, *new_slot = NULL;
+
+	*existing = ck_hs_get(&hub->identities, identity, obs);
+	if (*existing != NULL)
+		return CKVO_EEXIST;
+
+	if (!ckvo__token_assign(hub, obs)) {
+		registration_abandon(hub, obs, false, false, NULL);
+		return CKVO_ENOMEM;
+	}
+	if (!ck_hs_put(&hub->identities, identity, obs)) {
+		registration_abandon(hub, obs, true, false, NULL);
+		return CKVO_ENOMEM;
+	}
+	if (obs->owner != NULL) {
+		group = owner_group_get(hub, obs->owner, true);
+		if (group == NULL) {
+			registration_abandon(hub, obs, true, true, NULL);
+			return CKVO_ENOMEM;
+		}
+	}
+
+	obs->seq = ++hub->next_seq;
+	slot = slot_find(hub, info, obs->object);
+	if (slot == NULL) {
+		slot = new_slot = slot_create(info, obs->object);
+		if (slot == NULL) {
+			registration_abandon(hub, obs, true, true, group);
+			return CKVO_ENOMEM;
+		}
+	}
+
+	/* Counted before it can be seen, so has_observers is never falsely negative. */
+	ck_pr_inc_64(&info->observations);
+	if (!ckvo__list_append(hub, slot, obs) ||
+	    (new_slot != NULL && !slot_publish(hub, new_slot))) {
+		ck_pr_dec_64(&info->observations);
+		if (new_slot != NULL) {
+			free(new_slot->list);
+			free(new_slot);
+		}
+		registration_abandon(hub, obs, true, true, group);
+		return CKVO_ENOMEM;
+	}
+
+	if (group != NULL) {
+		obs->owner_group = group;
+		obs->owner_next = group->head;
+		if (group->head != NULL)
+			group->head->owner_prev = obs;
+		group->head = obs;
+	}
+	hub->observations++;
+	return CKVO_OK;
+}
+
+ckvo_status_t
+ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t options,
+    const void *owner, ckvo_callback_t callback, void *context, ckvo_release_t release,
+    ckvo_token_t *token)
+{
+	struct ckvo_observation *obs, *existing;
+	struct ckvo_keyinfo *info;
+	ck_epoch_record_t *record = NULL;
+	ck_stack_t ready = CK_STACK_INITIALIZER;
+	ckvo_getter_t getter;
+	ckvo_status_t status;
+	bool initial = (options & CKVO_OPTION_INITIAL) != 0;
+
+	if (hub == NULL || callback == NULL || (options & ~CKVO_OPTIONS_ALL) != 0)
+		return CKVO_EINVAL;
+	info = ckvo__key_lookup(hub, key);
+	if (info == NULL)
+		return CKVO_EINVAL;
+	if (initial) {
+		if (ckvo__thread.depth >= CKVO_NESTING_LIMIT)
+			return CKVO_ELOOP;
+		record = ckvo__thread_record();
+		if (record == NULL)
+			return CKVO_ENOMEM;
+	}
+
+	obs = calloc(1, sizeof(*obs));
+	if (obs == NULL)
+		return CKVO_ENOMEM;
+	obs->callback = callback;
+	obs->context = context;
+	obs->options = options;
+	obs->state = CKVO_STATE_LIVE;
+	obs->owner = owner;
+	obs->object = object;
+	obs->key = key;
+	obs->release = release;
+
+	ckvo__hub_lock(hub);
+	status = observe_locked(hub, info, obs, &existing);
+	if (status == CKVO_EEXIST) {
+		if (token != NULL)
+			*token = existing->token;
+		ckvo__hub_unlock(hub);
+		free(obs);
+		return status;
+	}
+	if (status != CKVO_OK) {
+		ckvo__hub_unlock(hub);
+		return status;
+	}
+	if (token != NULL)
+		*token = obs->token;
+	if (!initial) {
+		ckvo__hub_unlock(hub);
+		return CKVO_OK;
+	}
+
+	/*
+	 * Enter a read section before unlocking: from then on another thread
+	 * may remove and retire `obs`, and the section keeps it alive for us.
+	 */
+	getter = info->getter;
+	ckvo__read_begin(record);
+	ckvo__hub_unlock_collect(hub, &ready);
+	if (ck_pr_load_uint(&obs->state) == CKVO_STATE_LIVE) {
+		ckvo_change_t change = {
+			.object = object,
+			.key = key,
+			.kind = CKVO_KIND_SETTING,
+			.is_initial = true,
+		};
+
+		/* Read after installation: no change made since can be missed. */
+		if ((options & CKVO_OPTION_NEW) != 0 && getter != NULL)
+			change.new_value = getter(object, key);
+		ckvo__thread.depth++;
+		callback(&change, context);
+		ckvo__thread.depth--;
+	}
+	ckvo__read_end(record);
+	ckvo__reclaim_finish(hub, &ready);
+	return CKVO_OK;
+}
+
+ckvo_status_t
+ckvo_unobserve(ckvo_hub_t *hub, ckvo_token_t token)
+{
+	struct ckvo_observation *obs;
+	ckvo_status_t status = CKVO_ENOENT;
+
+	if (hub == NULL)
+		return CKVO_EINVAL;
+	ckvo__hub_lock(hub);
+	obs = ckvo__token_find(hub, token);
+	if (obs != NULL && ck_pr_load_uint(&obs->state) == CKVO_STATE_LIVE) {
+		observation_remove(hub, obs);
+		status = CKVO_OK;
+	}
+	ckvo__hub_unlock(hub);
+	return status;
+}
+
+ckvo_status_t
+ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token)
+{
+	ckvo_status_t status;
+
+	if (hub == NULL)
+		return CKVO_EINVAL;
+	if (ckvo__in_read_section())
+		return CKVO_EDEADLK;
+	status = ckvo_unobserve(hub, token);
+	if (status != CKVO_OK)
+		return status;
+
+	/* Every dispatch that could have loaded the observation has now ended. */
+	ck_epoch_synchronize(hub->writer);
+	ckvo__hub_lock(hub);
+	ckvo__hub_unlock(hub);
+	return CKVO_OK;
+}
+
+ckvo_status_t
+ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
+{
+	ck_epoch_record_t *record;
+	struct ckvo_observation *obs;
+	ckvo_status_t status = CKVO_ENOENT;
+
+	if (hub == NULL)
+		return CKVO_EINVAL;
+	record = ckvo__thread_record();
+	if (record == NULL)
+		return CKVO_ENOMEM;
+
+	ckvo__read_begin(record);
+	obs = ckvo__token_find(hub, token);
+	if (obs != NULL &&
+	    ck_pr_cas_uint(&obs->state, CKVO_STATE_LIVE, CKVO_STATE_DEFERRED)) {
+		ck_stack_push_upmc(&hub->deferred, &obs->deferred_link);
+		status = CKVO_OK;
+	}
+	ckvo__read_end(record);
+	return status;
+}
+
+/* Removes every observation of `slot`, newest first; the last removal drops the slot. */
+static void
+slot_remove_all(struct ckvo_hub *hub, struct ckvo_slot *slot)
+{
+	struct ckvo_list *list = NULL;
+	uint32_t i = 0;
+
+	for (;;) {
+		bool last = slot->live == 1;
+
+		if (slot->list != list) {
+			/* A removal compacted the list: continue from the end of the new one. */
+			list = slot->list;
+			i = list->count;
+		}
+		while (list->items[i - 1].obs == NULL)
+			i--;
+		observation_remove(hub, list->items[--i].obs);
+		if (last)
+			return;
+	}
+}
+
+ckvo_status_t
+ckvo_unobserve_object(ckvo_hub_t *hub, const void *object)
+{
+	struct ckvo_object_group *group;
+	ckvo_status_t status = CKVO_ENOENT;
+
+	if (hub == NULL || object == NULL)
+		return CKVO_EINVAL;
+	ckvo__hub_lock(hub);
+	/* Dropping an object's last slot frees its group: the lookup then fails. */
+	while ((group = object_group_get(hub, object, false)) != NULL) {
+		slot_remove_all(hub, group->head);
+		status = CKVO_OK;
+	}
+	ckvo__hub_unlock(hub);
+	return status;
+}
+
+ckvo_status_t
+ckvo_unobserve_owner(ckvo_hub_t *hub, const void *owner)
+{
+	struct ckvo_owner_group *group;
+	ckvo_status_t status = CKVO_ENOENT;
+
+	if (hub == NULL || owner == NULL)
+		return CKVO_EINVAL;
+	ckvo__hub_lock(hub);
+	group = owner_group_get(hub, owner, false);
+	if (group != NULL) {
+		/* The group is freed together with its last observation. */
+		struct ckvo_observation *obs = group->head;
+
+		while (obs != NULL) {
+			struct ckvo_observation *next = obs->owner_next;
+
+			observation_remove(hub, obs);
+			obs = next;
+		}
+		status = CKVO_OK;
+	}
+	ckvo__hub_unlock(hub);
+	return status;
+}

@@ -1,0 +1,134 @@
+/*
+ * reclaim.c — the writer protocol and safe memory reclamation.
+ *
+ * Invariants
+ * ----------
+ * - Every writer operation runs between ckvo__hub_lock and
+ *   ckvo__hub_unlock. Taking the lock first carries out the removals that
+ *   readers queued (ckvo_unobserve_deferred); releasing it polls the epoch.
+ * - Memory a reader may reach (observations, lists, slots, old ck_hs maps)
+ *   is never freed directly: it is handed to ck_epoch_call on the hub's
+ *   writer record, which only the lock holder touches. A reader that could
+ *   see an object was inside an epoch section when the object was retired,
+ *   so ck_epoch does not declare the object's epoch safe until that reader
+ *   has left; then nobody can still hold a pointer to it.
+ * - CK never runs our callbacks itself: ck_epoch_poll_deferred moves the safe
+ *   entries onto a private stack, and we run them after dropping the lock.
+ *   That is where `release(context)` is called — outside every engine lock,
+ *   so it may call back into the API — exactly once per observation.
+ * - Blocking waits (flush, strict unobserve, destroy) first detach the
+ *   pending entries under the lock, then wait for a grace period without the
+ *   lock (ck_epoch_synchronize), then run them. They refuse inside a read
+ *   section, where synchronizing would wait for the caller itself.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+void
+ckvo__hub_lock(struct ckvo_hub *hub)
+{
+	(void)pthread_mutex_lock(&hub->lock);
+	ckvo__thread.writing = hub;
+	ckvo__drain_deferred(hub);
+}
+
+void
+ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready)
+{
+	if (ck_pr_load_uint(&hub->writer->n_pending) != 0)
+		(void)ck_epoch_poll_deferred(hub->writer, ready);
+	ckvo__thread.writing = NULL;
+	(void)pthread_mutex_unlock(&hub->lock);
+}
+
+void
+ckvo__hub_unlock(struct ckvo_hub *hub)
+{
+	ck_stack_t ready = CK_STACK_INITIALIZER;
+
+	ckvo__hub_unlock_collect(hub, &ready);
+	ckvo__reclaim_finish(hub, &ready);
+}
+
+static void
+observation_release(ck_epoch_entry_t *entry)
+{
+	struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, retire, entry);
+
+	if (obs->release != NULL)
+		obs->release(obs->context);
+	free(obs);
+}
+
+static void
+list_free(ck_epoch_entry_t *entry)
+{
+	free(CKVO_CONTAINER(struct ckvo_list, retire, entry));
+}
+
+static void
+slot_free(ck_epoch_entry_t *entry)
+{
+	free(CKVO_CONTAINER(struct ckvo_slot, retire, entry));
+}
+
+void
+ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
+{
+	ck_stack_entry_t *cursor, *next;
+
+	if (CK_STACK_FIRST(ready) == NULL)
+		return;
+
+	/* Pairs with every reader's release when it left its section. */
+	CKVO_TSAN_ACQUIRE(&ckvo__epoch);
+	for (cursor = CK_STACK_FIRST(ready); cursor != NULL; cursor = next) {
+		ck_epoch_entry_t *entry =
+		    CKVO_CONTAINER(ck_epoch_entry_t, stack_entry, cursor);
+
+		next = CK_STACK_NEXT(cursor);
+		if (entry->function == observation_release)
+			ck_pr_dec_64(&hub->unreleased);
+		entry->function(entry);
+	}
+	ck_stack_init(ready);
+}
+
+void
+ckvo__reclaim_detach_all(struct ckvo_hub *hub, ck_stack_t *out)
+{
+	ck_epoch_record_t *writer = hub->writer;
+
+	/* Everything pending was retired before now; we run it after a grace period. */
+	for (unsigned int i = 0; i < CK_EPOCH_LENGTH; i++) {
+		ck_stack_entry_t *cursor = ck_stack_batch_pop_upmc(&writer->pending[i]);
+
+		while (cursor != NULL) {
+			ck_stack_entry_t *next = CK_STACK_NEXT(cursor);
+
+			ck_stack_push_spnc(out, cursor);
+			cursor = next;
+		}
+	}
+	ck_pr_store_uint(&writer->n_pending, 0);
+}
+
+void
+ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs)
+{
+	ck_pr_inc_64(&hub->unreleased);
+	ck_epoch_call(hub->writer, &obs->retire, observation_release);
+}
+
+void
+ckvo__retire_list(struct ckvo_hub *hub, struct ckvo_list *list)
+{
+	ck_epoch_call(hub->writer, &list->retire, list_free);
+}
+
+void
+ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot)
+{
+	ck_epoch_call(hub->writer, &slot->retire, slot_free);
+}

@@ -1,0 +1,224 @@
+/*
+ * table.c — the ck_hs hash sets a hub is made of: allocator, hashes and
+ * comparisons.
+ *
+ * ck_hs is single-writer, many-reader: every mutation happens under the
+ * hub's writer lock. When a table grows, ck_hs frees the old map with
+ * `defer == true` because readers may still be probing it; that free must
+ * wait a grace period, so it is routed through the writer record of the hub
+ * whose lock this thread holds (ckvo__thread.writing). Tables only writers
+ * read (names, identities, owners, objects) go the same way, which is merely
+ * conservative.
+ *
+ * Stored objects keep their key fields unchanged while stored, and stay
+ * alive until a grace period after removal (the slots' retirement), because
+ * ck_hs calls the comparison on other stored objects while probing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Each map allocation is preceded by the entry that retires it. */
+struct map_header {
+	ck_epoch_entry_t retire;
+	size_t size;
+} __attribute__((aligned(16)));
+
+static void *
+hs_malloc(size_t size)
+{
+	struct map_header *header = malloc(sizeof(*header) + size);
+
+	if (header == NULL)
+		return NULL;
+	header->size = size;
+	return header + 1;
+}
+
+static void
+map_free(ck_epoch_entry_t *entry)
+{
+	free(CKVO_CONTAINER(struct map_header, retire, entry));
+}
+
+static void
+hs_free(void *pointer, size_t size, bool defer)
+{
+	struct map_header *header = (struct map_header *)pointer - 1;
+	struct ckvo_hub *hub = ckvo__thread.writing;
+
+	(void)size;
+	if (defer && hub != NULL) {
+		ck_epoch_call(hub->writer, &header->retire, map_free);
+		return;
+	}
+	free(header);
+}
+
+struct ck_malloc ckvo__hs_allocator = {
+	.malloc = hs_malloc,
+	.realloc = NULL,
+	.free = hs_free,
+};
+
+/* A 64-bit finalizer (splitmix64): cheap and well mixed. */
+static inline uint64_t
+mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+unsigned long
+ckvo__hash_pointer(const void *pointer, uint64_t extra)
+{
+	return (unsigned long)mix64((uint64_t)(uintptr_t)pointer ^ mix64(extra));
+}
+
+/* -------------------------------------------------------- (object, key) */
+
+static unsigned long
+slot_hash(const void *object, unsigned long seed)
+{
+	const struct ckvo_slot *slot = object;
+
+	return ckvo__hash_pointer(slot->object, ((uint64_t)slot->key << 1) ^ seed);
+}
+
+static bool
+slot_equal(const void *stored, const void *probe)
+{
+	const struct ckvo_slot *a = stored, *b = probe;
+
+	return a->object == b->object && a->key == b->key;
+}
+
+bool
+ckvo__slots_init(ck_hs_t *hs)
+{
+	return ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, slot_hash, slot_equal,
+	    &ckvo__hs_allocator, 64, 0x9e3779b97f4a7c15ULL);
+}
+
+unsigned long
+ckvo__slot_hash(const ck_hs_t *hs, const void *object, ckvo_key_t key)
+{
+	return ckvo__hash_pointer(object, ((uint64_t)key << 1) ^ hs->seed);
+}
+
+/* ------------------------------------------------------------ key names */
+
+static unsigned long
+name_hash_bytes(const char *name, size_t length, unsigned long seed)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ seed; /* FNV-1a */
+
+	for (size_t i = 0; i < length; i++) {
+		h ^= (unsigned char)name[i];
+		h *= 0x100000001b3ULL;
+	}
+	return (unsigned long)mix64(h);
+}
+
+static unsigned long
+name_hash(const void *object, unsigned long seed)
+{
+	const struct ckvo_keyinfo *info = object;
+
+	return name_hash_bytes(info->name, info->name_length, seed);
+}
+
+static bool
+name_equal(const void *stored, const void *probe)
+{
+	const struct ckvo_keyinfo *a = stored, *b = probe;
+
+	return a->name_length == b->name_length && memcmp(a->name, b->name, a->name_length) == 0;
+}
+
+bool
+ckvo__names_init(ck_hs_t *hs)
+{
+	return ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, name_hash, name_equal,
+	    &ckvo__hs_allocator, 32, 0x85ebca6bULL);
+}
+
+unsigned long
+ckvo__name_hash(const ck_hs_t *hs, const char *name, size_t length)
+{
+	return name_hash_bytes(name, length, hs->seed);
+}
+
+/* ------------------------------------------------ observation identities */
+
+static unsigned long
+identity_hash_fields(const struct ckvo_observation *obs, unsigned long seed)
+{
+	uint64_t h = mix64((uint64_t)(uintptr_t)obs->owner ^ seed);
+
+	h = mix64(h ^ (uint64_t)(uintptr_t)obs->object);
+	h = mix64(h ^ obs->key);
+	h = mix64(h ^ (uint64_t)(uintptr_t)obs->callback);
+	return (unsigned long)mix64(h ^ (uint64_t)(uintptr_t)obs->context);
+}
+
+static unsigned long
+identity_hash(const void *object, unsigned long seed)
+{
+	return identity_hash_fields(object, seed);
+}
+
+static bool
+identity_equal(const void *stored, const void *probe)
+{
+	const struct ckvo_observation *a = stored, *b = probe;
+
+	return a->owner == b->owner && a->object == b->object && a->key == b->key &&
+	    a->callback == b->callback && a->context == b->context;
+}
+
+bool
+ckvo__identities_init(ck_hs_t *hs)
+{
+	return ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, identity_hash,
+	    identity_equal, &ckvo__hs_allocator, 64, 0xc2b2ae35ULL);
+}
+
+unsigned long
+ckvo__identity_hash(const ck_hs_t *hs, const struct ckvo_observation *obs)
+{
+	return identity_hash_fields(obs, hs->seed);
+}
+
+/* ------------------------------------------------- owner / object groups */
+
+/* Both group types start with the grouping pointer. */
+static unsigned long
+group_hash(const void *object, unsigned long seed)
+{
+	return ckvo__hash_pointer(*(const void *const *)object, seed);
+}
+
+static bool
+group_equal(const void *stored, const void *probe)
+{
+	return *(const void *const *)stored == *(const void *const *)probe;
+}
+
+bool
+ckvo__groups_init(ck_hs_t *hs)
+{
+	return ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, group_hash, group_equal,
+	    &ckvo__hs_allocator, 32, 0x27d4eb2fULL);
+}
+
+unsigned long
+ckvo__group_hash(const ck_hs_t *hs, const void *pointer)
+{
+	return ckvo__hash_pointer(pointer, hs->seed);
+}
