@@ -130,21 +130,6 @@ ckvo_hub_create(void)
 	return hub;
 }
 
-/* Waits for a grace period, then runs what was pending before the wait. */
-static void
-flush_pending(struct ckvo_hub *hub)
-{
-	ck_stack_t detached = CK_STACK_INITIALIZER;
-
-	ckvo__hub_lock(hub);
-	ckvo__reclaim_detach_all(hub, &detached);
-	ckvo__thread.writing = NULL;
-	(void)pthread_mutex_unlock(&hub->lock);
-
-	ck_epoch_synchronize(hub->writer);
-	ckvo__reclaim_finish(hub, &detached);
-}
-
 ckvo_status_t
 ckvo_hub_flush(ckvo_hub_t *hub)
 {
@@ -152,7 +137,7 @@ ckvo_hub_flush(ckvo_hub_t *hub)
 		return CKVO_EINVAL;
 	if (ckvo__in_read_section())
 		return CKVO_EDEADLK;
-	flush_pending(hub);
+	ckvo__reclaim_flush(hub);
 	return CKVO_OK;
 }
 
@@ -186,7 +171,7 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 		ckvo__hub_lock(hub);
 		busy = ckvo__remove_all(hub);
 		ckvo__hub_unlock(hub);
-		flush_pending(hub);
+		ckvo__reclaim_flush(hub);
 		/* A release may have registered or removed again. */
 		ckvo__hub_lock(hub);
 		busy = busy || hub->observations != 0 ||

@@ -220,10 +220,21 @@ struct ckvo_thread {
 extern __thread struct ckvo_thread ckvo__thread __attribute__((tls_model("initial-exec")));
 extern ck_epoch_t ckvo__epoch;
 
+/*
+ * True when writers order readers with membarrier(2) before every epoch
+ * scan, so a reader entering its section needs no store-load fence (an
+ * xchg, several ns on some CPUs). See thread.c.
+ */
+extern bool ckvo__asymmetric_fence;
+
+/* Retired entries accumulate to this many before a writer polls the epoch. */
+#define CKVO_RECLAIM_BATCH 64u
+
 /* thread.c */
 ck_epoch_record_t *ckvo__thread_record_slow(void);
 ck_epoch_record_t *ckvo__writer_record(struct ckvo_hub *hub);
 void ckvo__threads_after_fork_child(void);
+void ckvo__writer_fence(void);
 
 /* This thread's reader record, or NULL when out of memory. */
 static inline ck_epoch_record_t *
@@ -249,7 +260,25 @@ ckvo__in_read_section(void)
 static inline void
 ckvo__read_begin(ck_epoch_record_t *record)
 {
-	ck_epoch_begin(record, NULL);
+	if (!ckvo__asymmetric_fence) {
+		ck_epoch_begin(record, NULL);
+		return;
+	}
+
+	/*
+	 * ck_epoch_begin without its store-load fence. A writer issues
+	 * membarrier(2) before each scan of the records: every store made
+	 * here before the writer's barrier is then visible to its scan, and
+	 * every load made here after it sees what the writer unpublished
+	 * before it (the argument of liburcu's "memb" flavour).
+	 */
+	if (record->active == 0) {
+		ck_pr_store_uint(&record->active, 1);
+		ck_pr_barrier();
+		ck_pr_store_uint(&record->epoch, ck_pr_load_uint(&record->global->epoch));
+	} else {
+		ck_pr_store_uint(&record->active, record->active + 1);
+	}
 }
 
 static inline void
@@ -277,7 +306,7 @@ void ckvo__hub_lock(struct ckvo_hub *hub);
 void ckvo__hub_unlock(struct ckvo_hub *hub);
 void ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready);
 void ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready);
-void ckvo__reclaim_detach_all(struct ckvo_hub *hub, ck_stack_t *out);
+void ckvo__reclaim_flush(struct ckvo_hub *hub);
 void ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs);
 void ckvo__retire_list(struct ckvo_hub *hub, struct ckvo_list *list);
 void ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot);

@@ -460,10 +460,11 @@ ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token)
 	if (status != CKVO_OK)
 		return status;
 
-	/* Every dispatch that could have loaded the observation has now ended. */
-	ck_epoch_synchronize(hub->writer);
-	ckvo__hub_lock(hub);
-	ckvo__hub_unlock(hub);
+	/*
+	 * Wait for a grace period: every dispatch that could have loaded the
+	 * observation has then ended. Its release runs here too.
+	 */
+	ckvo__reclaim_flush(hub);
 	return CKVO_OK;
 }
 

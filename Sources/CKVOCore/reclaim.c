@@ -16,6 +16,9 @@
  *   entries onto a private stack, and we run them after dropping the lock.
  *   That is where `release(context)` is called — outside every engine lock,
  *   so it may call back into the API — exactly once per observation.
+ * - Releasing the lock polls only once CKVO_RECLAIM_BATCH entries are
+ *   pending, so a release may run some registrations after its removal;
+ *   ckvo_hub_flush and ckvo_unobserve_sync make it prompt.
  * - Blocking waits (flush, strict unobserve, destroy) first detach the
  *   pending entries under the lock, then wait for a grace period without the
  *   lock (ck_epoch_synchronize), then run them. They refuse inside a read
@@ -36,8 +39,11 @@ ckvo__hub_lock(struct ckvo_hub *hub)
 void
 ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready)
 {
-	if (ck_pr_load_uint(&hub->writer->n_pending) != 0)
+	/* Polling costs a membarrier (see thread.c): do it once per batch. */
+	if (ck_pr_load_uint(&hub->writer->n_pending) >= CKVO_RECLAIM_BATCH) {
+		ckvo__writer_fence();
 		(void)ck_epoch_poll_deferred(hub->writer, ready);
+	}
 	ckvo__thread.writing = NULL;
 	(void)pthread_mutex_unlock(&hub->lock);
 }
@@ -95,8 +101,8 @@ ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
 	ck_stack_init(ready);
 }
 
-void
-ckvo__reclaim_detach_all(struct ckvo_hub *hub, ck_stack_t *out)
+static void
+reclaim_detach_all(struct ckvo_hub *hub, ck_stack_t *out)
 {
 	ck_epoch_record_t *writer = hub->writer;
 
@@ -112,6 +118,22 @@ ckvo__reclaim_detach_all(struct ckvo_hub *hub, ck_stack_t *out)
 		}
 	}
 	ck_pr_store_uint(&writer->n_pending, 0);
+}
+
+void
+ckvo__reclaim_flush(struct ckvo_hub *hub)
+{
+	ck_stack_t detached = CK_STACK_INITIALIZER;
+
+	ckvo__hub_lock(hub);
+	reclaim_detach_all(hub, &detached);
+	ckvo__thread.writing = NULL;
+	(void)pthread_mutex_unlock(&hub->lock);
+
+	/* Wait, without the lock, until no reader can hold what was detached. */
+	ckvo__writer_fence();
+	ck_epoch_synchronize(hub->writer);
+	ckvo__reclaim_finish(hub, &detached);
 }
 
 void

@@ -16,8 +16,17 @@
  *   callback (pthread_exit from a callback) does not block grace periods.
  * - After fork() only the forking thread exists in the child. Records of the
  *   other threads may be marked active forever; the child unregisters them.
+ * - Where the kernel offers private expedited membarrier(2), readers enter
+ *   sections with plain stores and every writer calls ckvo__writer_fence
+ *   before it lets ck_epoch scan the records (poll or synchronize). The
+ *   barrier runs on every CPU executing a thread of this process, which
+ *   makes the readers' section-entry stores visible to the scan that
+ *   follows. Elsewhere readers use ck_epoch_begin and the fence is a no-op.
  */
+#include <linux/membarrier.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -26,6 +35,7 @@
 
 __thread struct ckvo_thread ckvo__thread __attribute__((tls_model("initial-exec")));
 ck_epoch_t ckvo__epoch;
+bool ckvo__asymmetric_fence;
 
 /* Marks reader records (record->ct), as opposed to hubs' writer records. */
 static char reader_tag;
@@ -43,11 +53,29 @@ record_destructor(void *value)
 	ck_epoch_unregister(record);
 }
 
+static long
+membarrier(int command)
+{
+	return syscall(SYS_membarrier, command, 0, 0);
+}
+
 static void
 threads_init(void)
 {
+	long commands = membarrier(MEMBARRIER_CMD_QUERY);
+
 	ck_epoch_init(&ckvo__epoch);
 	(void)pthread_key_create(&record_key, record_destructor);
+	if (commands > 0 && (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+	    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
+		ckvo__asymmetric_fence = true;
+}
+
+void
+ckvo__writer_fence(void)
+{
+	if (ckvo__asymmetric_fence)
+		(void)membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 }
 
 /* A record from the free list, or a new one registered with context `ct`. */

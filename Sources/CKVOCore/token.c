@@ -142,10 +142,10 @@ void
 ckvo__token_release(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
 	struct ckvo_tokens *tokens = &hub->tokens;
-	uint32_t index, generation;
+	uint32_t index = 0, generation = 0;
 	struct ckvo_token_page *page;
 
-	(void)token_split(obs->token, &index, &generation);
+	(void)token_split(obs->token, &index, &generation); /* always valid: we made it */
 	page = tokens->dir->pages[index >> CKVO_TOKEN_PAGE_BITS];
 	ck_pr_store_ptr(&page->obs[index & (CKVO_TOKEN_PAGE_SIZE - 1)], NULL);
 

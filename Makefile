@@ -1,0 +1,119 @@
+# SwiftKVO — the front door. `make help` lists the targets.
+#
+# Every target that needs Concurrency Kit depends on `deps`, which installs
+# Debian's libck-dev when pkg-config cannot find `ck`: on a fresh machine
+# `make test` works with nothing installed by hand.
+
+SWIFT      ?= swift
+CC         ?= cc
+PREFIX     ?= /usr/local
+BUILD      := build
+VERSION    := $(shell sed -n 's/^\#define CKVO_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' Sources/CKVOCore/include/ckvo_version.h | paste -sd.)
+SOVERSION  := $(firstword $(subst ., ,$(VERSION)))
+
+ENGINE_SRC := $(wildcard Sources/CKVOCore/*.c)
+ENGINE_HDR := $(wildcard Sources/CKVOCore/*.h Sources/CKVOCore/include/*.h)
+ENGINE_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -D_GNU_SOURCE \
+	-Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Werror \
+	-ISources/CKVOCore/include
+
+# Sanitizer runs: their own scratch folders so they never rebuild the plain one.
+TSAN_OPTIONS_RUN := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/.tsan-suppressions
+ASAN_OPTIONS_RUN := detect_leaks=1 halt_on_error=1 abort_on_error=1
+
+.PHONY: help deps build lint unit tsan asan test install example clean
+
+help:
+	@echo "make deps     install Concurrency Kit (libck-dev) if missing"
+	@echo "make build    build the package (debug)"
+	@echo "make lint     compile the C engine with -Wall -Wextra -Werror (gcc)"
+	@echo "make test     the whole suite: plain, ThreadSanitizer, AddressSanitizer"
+	@echo "make unit | tsan | asan   one of those runs"
+	@echo "make install  PREFIX=...: libckvo.a, libckvo.so, headers, ckvo.pc"
+	@echo "make example  build examples/ with plain cc against a temporary install, run it"
+
+deps:
+	@echo "== deps: Concurrency Kit"
+	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists ck; then \
+		echo "installing libck-dev and pkg-config"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libck-dev pkg-config; \
+	fi
+	@echo "ck $$(pkg-config --modversion ck)"
+
+build: deps
+	@echo "== build"
+	$(SWIFT) build
+
+lint: deps
+	@echo "== lint: C engine, warnings are errors"
+	@for f in $(ENGINE_SRC); do $(CC) $(ENGINE_CFLAGS) -fsyntax-only $$f || exit 1; done
+
+unit: deps
+	@echo "== test: plain"
+	$(SWIFT) test
+
+tsan: deps
+	@echo "== test: ThreadSanitizer"
+	TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+
+asan: deps
+	@echo "== test: AddressSanitizer + LeakSanitizer"
+	ASAN_OPTIONS="$(ASAN_OPTIONS_RUN)" $(SWIFT) test --sanitize=address --scratch-path .build-asan
+
+test: lint unit tsan asan
+
+# ------------------------------------------------------------ embedding
+
+$(BUILD)/obj/%.o: Sources/CKVOCore/%.c $(ENGINE_HDR) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ENGINE_CFLAGS) -c $< -o $@
+
+ENGINE_OBJ := $(patsubst Sources/CKVOCore/%.c,$(BUILD)/obj/%.o,$(ENGINE_SRC))
+
+$(BUILD)/lib/libckvo.a: $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/lib/libckvo.so.$(VERSION): $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libckvo.so.$(SOVERSION) -o $@ $^ $$(pkg-config --libs ck) -lpthread
+
+$(BUILD)/ckvo.pc: Makefile Sources/CKVOCore/include/ckvo_version.h
+	@mkdir -p $(dir $@)
+	@printf '%s\n' \
+		'prefix=$(PREFIX)' \
+		'libdir=$${prefix}/lib' \
+		'includedir=$${prefix}/include' \
+		'' \
+		'Name: ckvo' \
+		'Description: CKVOCore, lock-free key-value observing on Concurrency Kit' \
+		'Version: $(VERSION)' \
+		'Requires.private: ck' \
+		'Cflags: -I$${includedir}' \
+		'Libs: -L$${libdir} -lckvo' \
+		'Libs.private: -lck -lpthread' > $@
+
+install: deps $(BUILD)/lib/libckvo.a $(BUILD)/lib/libckvo.so.$(VERSION)
+	@echo "== install into $(PREFIX)"
+	@rm -f $(BUILD)/ckvo.pc && $(MAKE) --no-print-directory $(BUILD)/ckvo.pc PREFIX=$(PREFIX)
+	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/include
+	install -m 644 $(BUILD)/lib/libckvo.a $(PREFIX)/lib/
+	install -m 755 $(BUILD)/lib/libckvo.so.$(VERSION) $(PREFIX)/lib/
+	ln -sf libckvo.so.$(VERSION) $(PREFIX)/lib/libckvo.so.$(SOVERSION)
+	ln -sf libckvo.so.$(SOVERSION) $(PREFIX)/lib/libckvo.so
+	install -m 644 Sources/CKVOCore/include/ckvo.h Sources/CKVOCore/include/ckvo_version.h $(PREFIX)/include/
+	install -m 644 $(BUILD)/ckvo.pc $(PREFIX)/lib/pkgconfig/
+
+EXAMPLE_PREFIX := $(CURDIR)/$(BUILD)/example-prefix
+
+example: deps
+	@echo "== example: plain cc against a temporary install"
+	@rm -rf $(EXAMPLE_PREFIX)
+	@$(MAKE) --no-print-directory install PREFIX=$(EXAMPLE_PREFIX)
+	PKG_CONFIG_PATH=$(EXAMPLE_PREFIX)/lib/pkgconfig; export PKG_CONFIG_PATH; \
+	$(CC) -std=c11 -Wall -Wextra -Werror -o $(BUILD)/thermostat examples/thermostat.c \
+		$$(pkg-config --cflags --libs ckvo) -Wl,-rpath,$(EXAMPLE_PREFIX)/lib
+	./$(BUILD)/thermostat
+
+clean:
+	rm -rf $(BUILD) .build .build-tsan .build-asan
