@@ -291,8 +291,12 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 	struct ckvo_slot *slot, *new_slot = NULL;
 
 	*existing = ck_hs_get(&hub->identities, identity, obs);
-	if (*existing != NULL)
-		return CKVO_EEXIST;
+	if (*existing != NULL) {
+		if (ck_pr_load_uint(&(*existing)->state) == CKVO_STATE_LIVE)
+			return CKVO_EEXIST;
+		/* Marked dead by a reader but not drained yet: its drain retires it. */
+		(void)observation_unlink(hub, *existing);
+	}
 
 	if (!ckvo__token_assign(hub, obs)) {
 		registration_abandon(hub, obs, false, false, NULL);

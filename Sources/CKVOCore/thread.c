@@ -128,6 +128,14 @@ ckvo__threads_after_fork_child(void)
 		return;
 
 	/*
+	 * The child has a new address space; make sure membarrier still
+	 * covers it, or fall back to fenced readers (this thread is the only
+	 * reader, so switching now is safe).
+	 */
+	if (ckvo__asymmetric_fence && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0)
+		ckvo__asymmetric_fence = false;
+
+	/*
 	 * Only this thread survived the fork. Free every other thread's reader
 	 * record: one that was inside a dispatch would otherwise stay active
 	 * and block every grace period in the child.
