@@ -227,7 +227,9 @@ ckvo__drain_deferred(struct ckvo_hub *hub)
 		struct ckvo_observation *obs =
 		    CKVO_CONTAINER(struct ckvo_observation, deferred_link, cursor);
 
-		cursor = CK_STACK_NEXT(cursor);
+		CKVO_TSAN_ACQUIRE(obs);
+		/* Written by the reader's push: an atomic load says so to TSan. */
+		cursor = ck_pr_load_ptr(&cursor->next);
 		if (ck_pr_load_uint(&obs->state) == CKVO_STATE_DEFERRED)
 			(void)observation_unlink(hub, obs);
 		ckvo__retire_observation(hub, obs);
@@ -489,6 +491,8 @@ ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 	obs = ckvo__token_find(hub, token);
 	if (obs != NULL &&
 	    ck_pr_cas_uint(&obs->state, CKVO_STATE_LIVE, CKVO_STATE_DEFERRED)) {
+		/* Pairs with the acquire in ckvo__drain_deferred. */
+		CKVO_TSAN_RELEASE(obs);
 		ck_stack_push_upmc(&hub->deferred, &obs->deferred_link);
 		status = CKVO_OK;
 	}

@@ -106,6 +106,8 @@ slot_equal(const void *stored, const void *probe)
 {
 	const struct ckvo_slot *a = stored, *b = probe;
 
+	/* Readers compare against any slot on the probe path, published by slot_publish. */
+	CKVO_TSAN_ACQUIRE(stored);
 	return a->object == b->object && a->key == b->key;
 }
 
