@@ -8,9 +8,10 @@
  *   ends, whatever writers do meanwhile. It takes no lock and writes no
  *   shared memory except this thread's own epoch record.
  * - Snapshot: the dispatch loads each list and its count once at the start;
- *   observations appended later are past that count and not visited.
- *   Before calling an observation it checks `state`: one removed since the
- *   dispatch started (by an earlier callback, on any thread) is skipped.
+ *   observations appended later are past that count and not visited. One
+ *   removed since the dispatch started (by an earlier callback, on any
+ *   thread) is skipped: its entry is cleared, or, where entries are no
+ *   longer cleared (list.c), its state says so.
  * - Order: entries of a list are in registration order; the specific list
  *   of (object, key) and the key's wildcard list are merged by their
  *   hub-wide registration sequence numbers.
@@ -50,6 +51,13 @@ change_valid(const ckvo_change_t *change)
 	}
 }
 
+/* One list as a dispatch sees it: the slot, the list and its length at the start. */
+struct snapshot {
+	struct ckvo_slot *slot;
+	struct ckvo_list *list;
+	uint32_t count;
+};
+
 /* The state of one delivery loop. */
 struct delivery {
 	const ckvo_change_t *change;
@@ -60,13 +68,20 @@ struct delivery {
 };
 
 static inline void
-deliver(struct delivery *d, struct ckvo_observation *obs)
+deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry *entry)
 {
-	ckvo_options_t options, values;
+	struct ckvo_observation *obs = ck_pr_load_ptr(&entry->obs);
+	ckvo_options_t options = entry->options, values;
 
-	if (obs == NULL || ck_pr_load_uint(&obs->state) != CKVO_STATE_LIVE)
+	if (obs == NULL)
+		return; /* removed from the current list */
+	/*
+	 * A replaced list is no longer cleared on removal, and readers mark
+	 * observations DEFERRED without clearing: then the state decides.
+	 */
+	if (CKVO_UNLIKELY((ck_pr_load_32(&snap->list->stale) | ck_pr_load_64(&snap->slot->deferred)) != 0) &&
+	    ck_pr_load_uint(&obs->state) != CKVO_STATE_LIVE)
 		return;
-	options = obs->options;
 	if ((options & d->required) != d->required)
 		return;
 	values = options & d->allowed;
@@ -75,44 +90,44 @@ deliver(struct delivery *d, struct ckvo_observation *obs)
 		d->view.old_value = (values & CKVO_OPTION_OLD) ? d->change->old_value : NULL;
 		d->view_values = values;
 	}
-	obs->callback(&d->view, obs->context);
+	entry->callback(&d->view, entry->context);
 }
 
-/* The published list of `slot` and its length at this moment (the snapshot). */
-static inline const struct ckvo_entry *
-list_snapshot(struct ckvo_slot *slot, uint32_t *count)
+/* The published list of `slot` and its length at this moment. */
+static inline void
+snapshot_take(struct snapshot *snap, struct ckvo_slot *slot)
 {
-	struct ckvo_list *list;
-
-	*count = 0;
+	snap->slot = slot;
+	snap->list = NULL;
+	snap->count = 0;
 	if (slot == NULL)
-		return NULL;
+		return;
 	CKVO_TSAN_ACQUIRE(slot);
-	list = ck_pr_load_ptr(&slot->list);
-	*count = ck_pr_load_32(&list->count);
+	snap->list = ck_pr_load_ptr(&slot->list);
+	snap->count = ck_pr_load_32(&snap->list->count);
 	/* Entries below the count were written before it was published. */
 	ck_pr_fence_load();
-	CKVO_TSAN_ACQUIRE(list);
-	return list->items;
+	CKVO_TSAN_ACQUIRE(snap->list);
 }
 
 static void
-deliver_all(struct delivery *d, const struct ckvo_entry *a, uint32_t na,
-    const struct ckvo_entry *b, uint32_t nb)
+deliver_all(struct delivery *d, const struct snapshot *a, const struct snapshot *b)
 {
+	const struct ckvo_entry *ea = a->count ? a->list->items : NULL;
+	const struct ckvo_entry *eb = b->count ? b->list->items : NULL;
 	uint32_t i = 0, j = 0;
 
 	/* Merge by registration sequence; entry sequence numbers never change. */
-	while (i < na && j < nb) {
-		if (a[i].seq < b[j].seq)
-			deliver(d, ck_pr_load_ptr(&a[i++].obs));
+	while (i < a->count && j < b->count) {
+		if (ea[i].seq < eb[j].seq)
+			deliver(d, a, &ea[i++]);
 		else
-			deliver(d, ck_pr_load_ptr(&b[j++].obs));
+			deliver(d, b, &eb[j++]);
 	}
-	for (; i < na; i++)
-		deliver(d, ck_pr_load_ptr(&a[i].obs));
-	for (; j < nb; j++)
-		deliver(d, ck_pr_load_ptr(&b[j].obs));
+	for (; i < a->count; i++)
+		deliver(d, a, &ea[i]);
+	for (; j < b->count; j++)
+		deliver(d, b, &eb[j]);
 }
 
 static ckvo_status_t
@@ -121,8 +136,7 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 	struct ckvo_thread *thread = &ckvo__thread;
 	struct ckvo_keyinfo *info;
 	ck_epoch_record_t *record;
-	const struct ckvo_entry *specific, *wildcard;
-	uint32_t n_specific = 0, n_wildcard;
+	struct snapshot specific, wildcard;
 	struct delivery d;
 
 	if (CKVO_UNLIKELY(hub == NULL || change == NULL))
@@ -141,17 +155,16 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 	thread->depth++;
 	ckvo__read_begin(record);
 
-	wildcard = list_snapshot(ck_pr_load_ptr(&info->wildcard), &n_wildcard);
-	specific = NULL;
+	snapshot_take(&wildcard, ck_pr_load_ptr(&info->wildcard));
+	snapshot_take(&specific, NULL);
 	if (change->object != NULL && ck_pr_load_64(&info->object_slots) != 0) {
 		struct ckvo_slot probe = { .object = change->object, .key = change->key };
-		struct ckvo_slot *slot = ck_hs_get(&hub->slots,
-		    ckvo__slot_hash(&hub->slots, change->object, change->key), &probe);
 
-		specific = list_snapshot(slot, &n_specific);
+		snapshot_take(&specific, ck_hs_get(&hub->slots,
+		    ckvo__slot_hash(&hub->slots, change->object, change->key), &probe));
 	}
 
-	if (n_specific + n_wildcard != 0) {
+	if (specific.count + wildcard.count != 0) {
 		d.change = change;
 		d.view = *change;
 		d.view.is_prior = prior;
@@ -161,7 +174,7 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 		d.view.new_value = (d.allowed & CKVO_OPTION_NEW) ? change->new_value : NULL;
 		d.view.old_value = (d.allowed & CKVO_OPTION_OLD) ? change->old_value : NULL;
 		d.required = prior ? CKVO_OPTION_PRIOR : 0;
-		deliver_all(&d, specific, n_specific, wildcard, n_wildcard);
+		deliver_all(&d, &specific, &wildcard);
 	}
 
 	ckvo__read_end(record);

@@ -72,10 +72,11 @@ struct ckvo_observation {
 	const void *object;
 	ckvo_key_t key;
 
+	struct ckvo_slot *slot;        /* set before the token is published, then fixed */
+
 	/* Writer-only. */
 	ckvo_release_t release;
 	uint64_t seq;                  /* registration order, hub-wide */
-	struct ckvo_slot *slot;
 	uint32_t index;                /* position in slot->list */
 	struct ckvo_owner_group *owner_group;
 	struct ckvo_observation *owner_prev, *owner_next;
@@ -85,10 +86,18 @@ struct ckvo_observation {
 
 /* ------------------------------------------------------------------- list */
 
-/* One list entry; `seq` orders specific and wildcard entries against each other. */
+/*
+ * One list entry. The callback, context and options are copied from the
+ * observation so that a fan-out reads the list sequentially without touching
+ * each observation; `seq` orders specific and wildcard entries against each
+ * other.
+ */
 struct ckvo_entry {
 	struct ckvo_observation *obs; /* NULL once removed (atomic) */
+	ckvo_callback_t callback;
+	void *context;
 	uint64_t seq;
+	ckvo_options_t options;
 };
 
 /*
@@ -102,6 +111,7 @@ struct ckvo_list {
 	ck_epoch_entry_t retire;
 	uint32_t count;    /* published length (atomic) */
 	uint32_t capacity;
+	uint32_t stale;    /* replaced: removals no longer clear entries here (atomic) */
 	struct ckvo_entry items[];
 };
 
@@ -115,6 +125,7 @@ struct ckvo_slot {
 	const void *object; /* map key; never changes while stored */
 	ckvo_key_t key;     /* map key; never changes while stored */
 	struct ckvo_list *list; /* published (atomic) */
+	uint64_t deferred;  /* observations marked DEFERRED, not yet unlinked (atomic) */
 
 	/* Writer-only. */
 	struct ckvo_keyinfo *keyinfo;
@@ -321,7 +332,8 @@ void ckvo__list_remove(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo
 struct ckvo_list *ckvo__list_create(uint32_t capacity);
 
 /* token.c */
-bool ckvo__token_assign(struct ckvo_hub *hub, struct ckvo_observation *obs);
+bool ckvo__token_reserve(struct ckvo_hub *hub, struct ckvo_observation *obs);
+void ckvo__token_publish(struct ckvo_hub *hub, struct ckvo_observation *obs);
 void ckvo__token_release(struct ckvo_hub *hub, struct ckvo_observation *obs);
 struct ckvo_observation *ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token);
 void ckvo__tokens_destroy(struct ckvo_hub *hub);

@@ -10,11 +10,13 @@
  *   entries being cleared.
  * - Append: fill items[count], then publish count + 1 with a store fence in
  *   between, so a reader that sees the new count sees the entry.
- * - Remove: clear items[obs->index].obs in the current list. A reader that
- *   had already loaded the pointer, or is walking an older copy of the list,
- *   also checks obs->state, set to REMOVED before clearing; the observation
- *   itself is retired through the epoch, so the pointer stays valid for such
- *   readers.
+ * - Remove: clear items[obs->index].obs in the current list. Entries carry
+ *   copies of the callback, context and options, so a reader normally never
+ *   touches the observation itself. It does check obs->state (REMOVED or
+ *   DEFERRED) when its list is `stale` (replaced: later removals clear
+ *   entries only in the new list) or when the slot counts `deferred`
+ *   observations (marked dead by readers, who cannot clear entries). The
+ *   observation is retired through the epoch, so the pointer stays valid.
  * - When the list is full, or cleared entries outnumber live ones, the live
  *   entries are copied, in order, into a new list that is published with one
  *   pointer store; the old list is retired. Each copy is paid for by the
@@ -41,6 +43,7 @@ ckvo__list_create(uint32_t capacity)
 		return NULL;
 	list->count = 0;
 	list->capacity = capacity;
+	list->stale = 0;
 	return list;
 }
 
@@ -71,8 +74,11 @@ list_rebuild(struct ckvo_hub *hub, struct ckvo_slot *slot, uint32_t capacity)
 	CKVO_TSAN_RELEASE(list);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&slot->list, list);
-	if (old != NULL)
+	if (old != NULL) {
+		/* Before any later removal: readers still on `old` must check states. */
+		ck_pr_store_32(&old->stale, 1);
 		ckvo__retire_list(hub, old);
+	}
 	return true;
 }
 
@@ -93,8 +99,13 @@ ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_obse
 	}
 
 	count = list->count;
-	list->items[count].obs = obs;
-	list->items[count].seq = obs->seq;
+	list->items[count] = (struct ckvo_entry){
+		.obs = obs,
+		.callback = obs->callback,
+		.context = obs->context,
+		.seq = obs->seq,
+		.options = obs->options,
+	};
 	obs->slot = slot;
 	obs->index = count;
 	slot->live++;

@@ -189,6 +189,10 @@ observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	struct ckvo_slot *slot = obs->slot;
 	struct ckvo_keyinfo *info = slot->keyinfo;
 
+	/* Its entry is cleared below; the reader that deferred it counted it. */
+	if (previous == CKVO_STATE_DEFERRED)
+		ck_pr_dec_64(&slot->deferred);
+
 	ckvo__token_release(hub, obs);
 	(void)ck_hs_remove(&hub->identities, ckvo__identity_hash(&hub->identities, obs), obs);
 	if (obs->owner_group != NULL) {
@@ -259,31 +263,24 @@ ckvo__remove_all(struct ckvo_hub *hub)
 	return removed;
 }
 
-/* Undoes a registration that failed before being published. */
+/* Undoes a registration that failed before it was published: nobody can see it. */
 static void
-registration_abandon(struct ckvo_hub *hub, struct ckvo_observation *obs, bool tokened,
-    bool identified, struct ckvo_owner_group *group)
+registration_abandon(struct ckvo_hub *hub, struct ckvo_observation *obs, bool identified,
+    struct ckvo_owner_group *group)
 {
 	if (identified)
 		(void)ck_hs_remove(&hub->identities, ckvo__identity_hash(&hub->identities, obs), obs);
 	if (group != NULL)
 		owner_group_drop_if_empty(hub, group);
-	if (!tokened) {
-		free(obs);
-		return;
-	}
-	/*
-	 * Its token was published, so a reader guessing tokens may hold it:
-	 * retire it like a removed observation, but without a release call,
-	 * because the caller keeps the context of a failed registration.
-	 */
 	ckvo__token_release(hub, obs);
-	obs->release = NULL;
-	ck_pr_store_uint(&obs->state, CKVO_STATE_REMOVED);
-	ckvo__retire_observation(hub, obs);
+	free(obs);
 }
 
-/* Installs an observation under the writer lock. */
+/*
+ * Installs an observation under the writer lock. Everything that can fail
+ * comes first; the observation becomes visible to dispatch (list append,
+ * slot publication) and then to token lookups, in that order.
+ */
 static ckvo_status_t
 observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_observation *obs,
     struct ckvo_observation **existing)
@@ -300,32 +297,32 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 		(void)observation_unlink(hub, *existing);
 	}
 
-	if (!ckvo__token_assign(hub, obs)) {
-		registration_abandon(hub, obs, false, false, NULL);
+	if (!ckvo__token_reserve(hub, obs)) {
+		free(obs);
 		return CKVO_ENOMEM;
 	}
 	if (!ck_hs_put(&hub->identities, identity, obs)) {
-		registration_abandon(hub, obs, true, false, NULL);
+		registration_abandon(hub, obs, false, NULL);
 		return CKVO_ENOMEM;
 	}
 	if (obs->owner != NULL) {
 		group = owner_group_get(hub, obs->owner, true);
 		if (group == NULL) {
-			registration_abandon(hub, obs, true, true, NULL);
+			registration_abandon(hub, obs, true, NULL);
+			return CKVO_ENOMEM;
+		}
+	}
+
+	slot = slot_find(hub, info, obs->object);
+	if (slot == NULL) {
+		slot = new_slot = slot_create(info, obs->object);
+		if (slot == NULL) {
+			registration_abandon(hub, obs, true, group);
 			return CKVO_ENOMEM;
 		}
 	}
 
 	obs->seq = ++hub->next_seq;
-	slot = slot_find(hub, info, obs->object);
-	if (slot == NULL) {
-		slot = new_slot = slot_create(info, obs->object);
-		if (slot == NULL) {
-			registration_abandon(hub, obs, true, true, group);
-			return CKVO_ENOMEM;
-		}
-	}
-
 	/* Counted before it can be seen, so has_observers is never falsely negative. */
 	ck_pr_inc_64(&info->observations);
 	if (!ckvo__list_append(hub, slot, obs) ||
@@ -335,7 +332,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 			free(new_slot->list);
 			free(new_slot);
 		}
-		registration_abandon(hub, obs, true, true, group);
+		registration_abandon(hub, obs, true, group);
 		return CKVO_ENOMEM;
 	}
 
@@ -347,6 +344,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 		group->head = obs;
 	}
 	hub->observations++;
+	ckvo__token_publish(hub, obs);
 	return CKVO_OK;
 }
 
@@ -491,6 +489,13 @@ ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 	obs = ckvo__token_find(hub, token);
 	if (obs != NULL &&
 	    ck_pr_cas_uint(&obs->state, CKVO_STATE_LIVE, CKVO_STATE_DEFERRED)) {
+		/*
+		 * Make dispatches check states in this slot until a writer has
+		 * unlinked it. The slot outlives this section even if a writer
+		 * unlinks the observation meanwhile (the counter then returns to
+		 * zero after a transient wrap, which only makes readers careful).
+		 */
+		ck_pr_inc_64(&obs->slot->deferred);
 		/* Pairs with the acquire in ckvo__drain_deferred. */
 		CKVO_TSAN_RELEASE(obs);
 		ck_stack_push_upmc(&hub->deferred, &obs->deferred_link);

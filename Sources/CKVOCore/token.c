@@ -12,8 +12,9 @@
  *   and directories are only added (a larger directory copies the page
  *   pointers and is published with one store; older directories stay until
  *   the hub dies), so a reader never meets freed directory memory.
- * - page->obs[i] is published after the observation is filled, and cleared
- *   before the observation is retired. A reader inside an epoch section
+ * - page->obs[i] is published last, after the observation is installed
+ *   everywhere else (a failed registration is never visible by token), and
+ *   cleared before the observation is retired. A reader inside an epoch section
  *   that loaded the pointer may use it until the section ends, and must
  *   compare obs->token with its token (the index may have been reused).
  * - Generations and the free-index stack are writer-only.
@@ -103,7 +104,7 @@ generation_reserve(struct ckvo_tokens *tokens, uint32_t index)
 }
 
 bool
-ckvo__token_assign(struct ckvo_hub *hub, struct ckvo_observation *obs)
+ckvo__token_reserve(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
 	struct ckvo_tokens *tokens = &hub->tokens;
 	struct ckvo_token_page *page;
@@ -130,12 +131,19 @@ ckvo__token_assign(struct ckvo_hub *hub, struct ckvo_observation *obs)
 		tokens->used++;
 	tokens->generation[index]++;
 	obs->token = token_make(index, tokens->generation[index]);
+	return true;
+}
+
+void
+ckvo__token_publish(struct ckvo_hub *hub, struct ckvo_observation *obs)
+{
+	uint32_t index = (uint32_t)(obs->token & 0xffffffffu) - 1;
+	struct ckvo_token_page *page = hub->tokens.dir->pages[index >> CKVO_TOKEN_PAGE_BITS];
 
 	/* The observation is complete before a reader can find it by token. */
 	CKVO_TSAN_RELEASE(obs);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&page->obs[index & (CKVO_TOKEN_PAGE_SIZE - 1)], obs);
-	return true;
 }
 
 void
