@@ -4,6 +4,7 @@
 # Debian's libck-dev when pkg-config cannot find `ck`: on a fresh machine
 # `make test` works with nothing installed by hand.
 
+SHELL      := /bin/bash
 SWIFT      ?= swift
 CC         ?= cc
 PREFIX     ?= /usr/local
@@ -21,7 +22,7 @@ ENGINE_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -D_GNU_SOURCE \
 TSAN_OPTIONS_RUN := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/.tsan-suppressions
 ASAN_OPTIONS_RUN := detect_leaks=1 halt_on_error=1 abort_on_error=1
 
-.PHONY: help deps build lint unit tsan asan test install example clean
+.PHONY: help deps build lint unit tsan asan test install example fuzz clean
 
 help:
 	@echo "make deps     install Concurrency Kit (libck-dev) if missing"
@@ -31,6 +32,7 @@ help:
 	@echo "make unit | tsan | asan   one of those runs"
 	@echo "make install  PREFIX=...: libckvo.a, libckvo.so, headers, ckvo.pc"
 	@echo "make example  build examples/ with plain cc against a temporary install, run it"
+	@echo "make fuzz     FUZZ_SECONDS=60: libFuzzer on the C API against a model, corpus in Tests/Fuzz"
 
 deps:
 	@echo "== deps: Concurrency Kit"
@@ -114,6 +116,25 @@ example: deps
 	$(CC) -std=c11 -Wall -Wextra -Werror -o $(BUILD)/thermostat examples/thermostat.c \
 		$$(pkg-config --cflags --libs ckvo) -Wl,-rpath,$(EXAMPLE_PREFIX)/lib
 	./$(BUILD)/thermostat
+
+# ----------------------------------------------------------- reliability
+
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+
+$(BUILD)/fuzz_api: Tests/Fuzz/fuzz_api.c $(ENGINE_SRC) $(ENGINE_HDR) | deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -ISources/CKVOCore/include \
+		$(ENGINE_SRC) Tests/Fuzz/fuzz_api.c $$(pkg-config --libs ck) -lpthread -o $@
+
+fuzz: $(BUILD)/fuzz_api
+	@echo "== fuzz: $(FUZZ_SECONDS) s of C API operations checked against a model"
+	@mkdir -p $(BUILD)/fuzz-corpus
+	./$(BUILD)/fuzz_api $(BUILD)/fuzz-corpus Tests/Fuzz/corpus \
+		-max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 2>&1 | \
+		grep -E "^(stat::|Done|INFO: seed|==|fuzz_api:)|SUMMARY|invariant" ; \
+		exit $${PIPESTATUS[0]}
 
 clean:
 	rm -rf $(BUILD) .build .build-tsan .build-asan
