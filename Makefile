@@ -19,8 +19,9 @@ ENGINE_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -D_GNU_SOURCE \
 	-ISources/CKVOCore/include
 
 # Sanitizer runs: their own scratch folders so they never rebuild the plain one.
-TSAN_OPTIONS_RUN := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/.tsan-suppressions
+TSAN_OPTIONS_RUN := halt_on_error=1 second_deadlock_stack=1
 ASAN_OPTIONS_RUN := detect_leaks=1 halt_on_error=1 abort_on_error=1
+LSAN_OPTIONS_RUN := suppressions=$(CURDIR)/.lsan-suppressions print_suppressions=0
 
 .PHONY: help deps build lint unit tsan asan test install example fuzz clean
 
@@ -60,7 +61,8 @@ tsan: deps
 
 asan: deps
 	@echo "== test: AddressSanitizer + LeakSanitizer"
-	ASAN_OPTIONS="$(ASAN_OPTIONS_RUN)" $(SWIFT) test --sanitize=address --scratch-path .build-asan
+	ASAN_OPTIONS="$(ASAN_OPTIONS_RUN)" LSAN_OPTIONS="$(LSAN_OPTIONS_RUN)" \
+		$(SWIFT) test --sanitize=address --scratch-path .build-asan
 
 test: lint unit tsan asan
 
@@ -103,7 +105,7 @@ install: deps $(BUILD)/lib/libckvo.a $(BUILD)/lib/libckvo.so.$(VERSION)
 	install -m 755 $(BUILD)/lib/libckvo.so.$(VERSION) $(PREFIX)/lib/
 	ln -sf libckvo.so.$(VERSION) $(PREFIX)/lib/libckvo.so.$(SOVERSION)
 	ln -sf libckvo.so.$(SOVERSION) $(PREFIX)/lib/libckvo.so
-	install -m 644 Sources/CKVOCore/include/ckvo.h Sources/CKVOCore/include/ckvo_version.h $(PREFIX)/include/
+	install -m 644 Sources/CKVOCore/include/ckvo.h Sources/CKVOCore/include/ckvo_probe.h Sources/CKVOCore/include/ckvo_version.h $(PREFIX)/include/
 	install -m 644 $(BUILD)/ckvo.pc $(PREFIX)/lib/pkgconfig/
 
 EXAMPLE_PREFIX := $(CURDIR)/$(BUILD)/example-prefix

@@ -70,17 +70,23 @@ struct delivery {
 static inline void
 deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry *entry)
 {
-	struct ckvo_observation *obs = ck_pr_load_ptr(&entry->obs);
+	struct ckvo_observation *obs;
 	ckvo_options_t options = entry->options, values;
+	uint64_t careful;
 
-	if (obs == NULL)
-		return; /* removed from the current list */
 	/*
 	 * A replaced list is no longer cleared on removal, and readers mark
 	 * observations DEFERRED without clearing: then the state decides.
+	 * Read these before the entry: writers set `stale` before, and lower
+	 * `deferred` after, clearing an entry, so a reader that finds neither
+	 * set finds the entry cleared if its removal is complete.
 	 */
-	if (CKVO_UNLIKELY((ck_pr_load_32(&snap->list->stale) | ck_pr_load_64(&snap->slot->deferred)) != 0) &&
-	    ck_pr_load_uint(&obs->state) != CKVO_STATE_LIVE)
+	careful = ck_pr_load_32(&snap->list->stale) | ck_pr_load_64(&snap->slot->deferred);
+	ck_pr_fence_load();
+	obs = ck_pr_load_ptr(&entry->obs);
+	if (obs == NULL)
+		return; /* removed from the current list */
+	if (CKVO_UNLIKELY(careful != 0) && ck_pr_load_uint(&obs->state) != CKVO_STATE_LIVE)
 		return;
 	if ((options & d->required) != d->required)
 		return;
@@ -146,7 +152,7 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 		return CKVO_EINVAL;
 	if (CKVO_UNLIKELY(thread->depth >= CKVO_NESTING_LIMIT))
 		return CKVO_ELOOP;
-	if (ck_pr_load_64(&info->observations) == 0)
+	if (ck_pr_load_64(&info->probe.observations) == 0)
 		return CKVO_OK;
 	record = ckvo__thread_record();
 	if (CKVO_UNLIKELY(record == NULL))
@@ -203,5 +209,5 @@ ckvo_has_observers(ckvo_hub_t *hub, const void *object, ckvo_key_t key)
 	if (CKVO_UNLIKELY(hub == NULL))
 		return false;
 	info = ckvo__key_lookup(hub, key);
-	return info != NULL && ck_pr_load_64(&info->observations) != 0;
+	return info != NULL && ckvo_probe_has_observers(&info->probe);
 }

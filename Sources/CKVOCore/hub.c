@@ -106,6 +106,7 @@ ckvo_hub_create(void)
 		return NULL;
 	}
 	ck_stack_init(&hub->deferred);
+	hub->poll_at = CKVO_RECLAIM_BATCH;
 
 	if (ckvo__slots_init(&hub->slots))
 		initialized++;

@@ -140,7 +140,7 @@ struct ckvo_slot {
 struct ckvo_keyinfo {
 	/* Read by dispatch. */
 	struct ckvo_slot *wildcard;   /* observers of every object (atomic) */
-	uint64_t observations;        /* live observations of this key (atomic) */
+	ckvo_probe_t probe;           /* live observations of this key (atomic) */
 	uint64_t object_slots;        /* slots with a non-NULL object (atomic) */
 	ckvo_getter_t getter;         /* set once, under the writer lock */
 
@@ -212,6 +212,7 @@ struct ckvo_hub {
 	ck_hs_t owners;               /* owner → owner group */
 	ck_hs_t objects;              /* object → object group */
 	uint64_t next_seq;
+	unsigned int poll_at;         /* poll the epoch once this many are pending */
 	size_t observations;
 	uint64_t unreleased;          /* retired observations not yet released (atomic) */
 	bool is_default;

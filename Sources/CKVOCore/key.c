@@ -135,6 +135,17 @@ ckvo_key_name(ckvo_hub_t *hub, ckvo_key_t key)
 	return info == NULL ? NULL : info->name;
 }
 
+const ckvo_probe_t *
+ckvo_key_probe(ckvo_hub_t *hub, ckvo_key_t key)
+{
+	struct ckvo_keyinfo *info;
+
+	if (hub == NULL)
+		return NULL;
+	info = ckvo__key_lookup(hub, key);
+	return info == NULL ? NULL : &info->probe;
+}
+
 void
 ckvo__keys_destroy(struct ckvo_hub *hub)
 {

@@ -177,6 +177,15 @@ slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
 
 /* --------------------------------------------------------- observations */
 
+/* Counts an observation in its key's probe (ckvo_probe_t), by `delta`. */
+static void
+key_count(struct ckvo_keyinfo *info, ckvo_options_t options, int delta)
+{
+	ck_pr_add_64(&info->probe.observations, (uint64_t)(int64_t)delta);
+	if ((options & CKVO_OPTION_PRIOR) != 0)
+		ck_pr_add_64(&info->probe.prior_observations, (uint64_t)(int64_t)delta);
+}
+
 /*
  * Removes `obs` from every index and its list. Returns the state it had:
  * the caller retires it if that was LIVE (a DEFERRED one is retired by the
@@ -189,9 +198,6 @@ observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	struct ckvo_slot *slot = obs->slot;
 	struct ckvo_keyinfo *info = slot->keyinfo;
 
-	/* Its entry is cleared below; the reader that deferred it counted it. */
-	if (previous == CKVO_STATE_DEFERRED)
-		ck_pr_dec_64(&slot->deferred);
 
 	ckvo__token_release(hub, obs);
 	(void)ck_hs_remove(&hub->identities, ckvo__identity_hash(&hub->identities, obs), obs);
@@ -208,9 +214,18 @@ observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	}
 
 	ckvo__list_remove(hub, slot, obs);
+	if (previous == CKVO_STATE_DEFERRED) {
+		/*
+		 * The reader that deferred it counted it in the slot. Uncount it
+		 * only now that its entry is cleared: a dispatch that reads the
+		 * lower count then reads the cleared entry (dispatch.c).
+		 */
+		ck_pr_fence_store();
+		ck_pr_dec_64(&slot->deferred);
+	}
 	if (slot->live == 0)
 		slot_drop(hub, slot);
-	ck_pr_dec_64(&info->observations);
+	key_count(info, obs->options, -1);
 	hub->observations--;
 	return previous;
 }
@@ -283,7 +298,7 @@ registration_abandon(struct ckvo_hub *hub, struct ckvo_observation *obs, bool id
  */
 static ckvo_status_t
 observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_observation *obs,
-    struct ckvo_observation **existing)
+    struct ckvo_observation **existing, ckvo_token_t *token)
 {
 	unsigned long identity = ckvo__identity_hash(&hub->identities, obs);
 	struct ckvo_owner_group *group = NULL;
@@ -323,11 +338,19 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 	}
 
 	obs->seq = ++hub->next_seq;
-	/* Counted before it can be seen, so has_observers is never falsely negative. */
-	ck_pr_inc_64(&info->observations);
+	/*
+	 * The caller's token is written before a callback on another thread
+	 * can run for this observation; counted before it can be seen, so
+	 * has_observers is never falsely negative.
+	 */
+	if (token != NULL)
+		*token = obs->token;
+	key_count(info, obs->options, 1);
 	if (!ckvo__list_append(hub, slot, obs) ||
 	    (new_slot != NULL && !slot_publish(hub, new_slot))) {
-		ck_pr_dec_64(&info->observations);
+		key_count(info, obs->options, -1);
+		if (token != NULL)
+			*token = 0;
 		if (new_slot != NULL) {
 			free(new_slot->list);
 			free(new_slot);
@@ -387,7 +410,7 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 	obs->release = release;
 
 	ckvo__hub_lock(hub);
-	status = observe_locked(hub, info, obs, &existing);
+	status = observe_locked(hub, info, obs, &existing, token);
 	if (status == CKVO_EEXIST) {
 		if (token != NULL)
 			*token = existing->token;
@@ -399,8 +422,6 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 		ckvo__hub_unlock(hub);
 		return status;
 	}
-	if (token != NULL)
-		*token = obs->token;
 	if (!initial) {
 		ckvo__hub_unlock(hub);
 		return CKVO_OK;

@@ -39,10 +39,14 @@ ckvo__hub_lock(struct ckvo_hub *hub)
 void
 ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready)
 {
-	/* Polling costs a membarrier (see thread.c): do it once per batch. */
-	if (ck_pr_load_uint(&hub->writer->n_pending) >= CKVO_RECLAIM_BATCH) {
+	/*
+	 * Polling costs a membarrier (see thread.c): do it once per batch of
+	 * new retirements, also while busy readers hold older ones back.
+	 */
+	if (ck_pr_load_uint(&hub->writer->n_pending) >= hub->poll_at) {
 		ckvo__writer_fence();
 		(void)ck_epoch_poll_deferred(hub->writer, ready);
+		hub->poll_at = ck_pr_load_uint(&hub->writer->n_pending) + CKVO_RECLAIM_BATCH;
 	}
 	ckvo__thread.writing = NULL;
 	(void)pthread_mutex_unlock(&hub->lock);
@@ -118,6 +122,7 @@ reclaim_detach_all(struct ckvo_hub *hub, ck_stack_t *out)
 		}
 	}
 	ck_pr_store_uint(&writer->n_pending, 0);
+	hub->poll_at = CKVO_RECLAIM_BATCH;
 }
 
 void

@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckvo_probe.h"
 #include "ckvo_version.h"
 
 #ifdef __cplusplus
@@ -221,6 +222,13 @@ CKVO_EXPORT ckvo_key_t ckvo_key_intern(ckvo_hub_t *hub, const char *name, ckvo_g
  * The string lives as long as the hub.
  */
 CKVO_EXPORT const char *ckvo_key_name(ckvo_hub_t *hub, ckvo_key_t key);
+
+/*
+ * The counters of `key` (see ckvo_probe.h), for setters that check for
+ * observers inline; NULL if `key` is not a key of `hub`. The probe lives as
+ * long as the hub.
+ */
+CKVO_EXPORT const ckvo_probe_t *ckvo_key_probe(ckvo_hub_t *hub, ckvo_key_t key);
 
 /* ----------------------------------------------------------- observation */
 

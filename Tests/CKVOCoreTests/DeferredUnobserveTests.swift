@@ -1,0 +1,112 @@
+// ckvo_unobserve_deferred (the dispatch-path removal of SPEC §2.10): lock-free, safe inside a
+// callback; later dispatches skip the observation; it is removed and released by the next
+// writer operation, exactly once.
+
+import CKVOCore
+import CKVOTestSupport
+import Testing
+
+@Suite struct DeferredUnobserveTests {
+    @Test func deferredUnobserveInsideCallbackSkipsLaterDispatches() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let key = hub.key("value")
+        let token = TokenCell()
+        let status = Box<ckvo_status_t?>(nil)
+        let probe = Probe()
+        probe.onChange = { _ in
+            if status.value == nil { status.value = ckvo_unobserve_deferred(raw, token.value) }
+        }
+        token.pointer.pointee = hub.mustObserve(probe, object: fake(0), key: key, options: CKVO_OPTION_PRIOR)
+
+        hub.did(fake(0), key)
+        #expect(status.value == CKVO_OK)
+        hub.will(fake(0), key)
+        hub.did(fake(0), key)
+
+        #expect(probe.calls == 1)
+    }
+
+    @Test func deferredUnobserveReleasesOnceAfterTheNextWriterAndFlush() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let key = hub.key("value")
+        let token = TokenCell()
+        let probe = Probe()
+        probe.onChange = { _ in _ = ckvo_unobserve_deferred(raw, token.value) }
+        token.pointer.pointee = hub.mustObserve(probe, object: fake(0), key: key)
+        hub.did(fake(0), key)
+        #expect(probe.releases == 0, "released inside the dispatch that deferred it")
+
+        // The next writer operation performs the queued removal; flush runs the release.
+        let writer = hub.mustObserve(Probe(), object: fake(1), key: key)
+        #expect(hub.flush() == CKVO_OK)
+
+        #expect(probe.releases == 1)
+        #expect(hub.stats().observations == 1)
+        #expect(hub.unobserve(writer) == CKVO_OK)
+        #expect(hub.flush() == CKVO_OK)
+        hub.destroy()
+        #expect(probe.releases == 1)
+    }
+
+    @Test func deferredUnobserveSkipsALaterObserverInTheSameDispatch() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let key = hub.key("value")
+        let recorder = Recorder()
+        let victim = TokenCell()
+        let first = Probe(recorder, id: 1)
+        first.onChange = { _ in _ = ckvo_unobserve_deferred(raw, victim.value) }
+        _ = hub.mustObserve(first, object: fake(0), key: key)
+        victim.pointer.pointee = hub.mustObserve(Probe(recorder, id: 2), object: fake(0), key: key)
+        _ = hub.mustObserve(Probe(recorder, id: 3), object: fake(0), key: key)
+
+        hub.did(fake(0), key)
+
+        #expect(recorder.order == [1, 3])
+    }
+
+    @Test func deferredUnobserveTwiceReportsNotFound() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        let token = hub.mustObserve(probe, object: fake(0), key: key)
+
+        #expect(ckvo_unobserve_deferred(hub.raw, token) == CKVO_OK)
+        #expect(ckvo_unobserve_deferred(hub.raw, token) == CKVO_ENOENT)
+        hub.did(fake(0), key)
+        #expect(probe.calls == 0, "deferred outside a callback also stops delivery")
+    }
+
+    @Test func unobserveAfterDeferredUnobserveDoesNotReleaseTwice() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        let token = hub.mustObserve(probe, object: fake(0), key: key)
+
+        #expect(ckvo_unobserve_deferred(hub.raw, token) == CKVO_OK)
+        let second = hub.unobserve(token)
+        #expect(second == CKVO_ENOENT, "already removed (queued) by ckvo_unobserve_deferred")
+        #expect(hub.flush() == CKVO_OK)
+        _ = hub.mustObserve(Probe(), object: fake(1), key: key)  // a writer op, in case flush did not
+        #expect(hub.flush() == CKVO_OK)
+        hub.destroy()
+
+        #expect(probe.releases == 1)
+    }
+
+    @Test func deferredUnobserveIsRemovedByUnobserveObjectOnlyOnce() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        let token = hub.mustObserve(probe, object: fake(0), key: key)
+        #expect(ckvo_unobserve_deferred(hub.raw, token) == CKVO_OK)
+
+        _ = ckvo_unobserve_object(hub.raw, fake(0))  // OK or ENOENT: it is already dead
+        #expect(hub.flush() == CKVO_OK)
+        hub.destroy()
+
+        #expect(probe.releases == 1)
+    }
+}

@@ -1,0 +1,116 @@
+// SPEC §2.9 and §3: registering the same owner, object, key, callback and context again is a
+// no-op reporting CKVO_EEXIST with the existing token; its context is never released for it.
+
+import CKVOCore
+import CKVOTestSupport
+import Testing
+
+@Suite struct DuplicateTests {
+    @Test func duplicateRegistrationReportsAlreadyObservingWithTheExistingToken() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        let token = hub.mustObserve(probe, object: fake(0), key: key, owner: fake(9))
+
+        let (status, duplicate) = hub.observe(probe, object: fake(0), key: key, owner: fake(9))
+
+        #expect(status == CKVO_EEXIST)
+        #expect(duplicate == token)
+        #expect(hub.stats().observations == 1)
+    }
+
+    @Test func duplicateRegistrationDoesNotReleaseItsContext() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        let token = hub.mustObserve(probe, object: fake(0), key: key)
+        #expect(hub.observe(probe, object: fake(0), key: key).status == CKVO_EEXIST)
+        #expect(hub.flush() == CKVO_OK)
+        #expect(probe.releases == 0)
+
+        #expect(hub.unobserve(token) == CKVO_OK)
+        #expect(hub.flush() == CKVO_OK)
+        #expect(probe.releases == 1, "released once per successful observe, never for the duplicate")
+    }
+
+    @Test func duplicateRegistrationDoesNotDeliverTwice() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        _ = hub.mustObserve(probe, object: fake(0), key: key)
+        for _ in 0..<3 { _ = hub.observe(probe, object: fake(0), key: key) }
+
+        hub.did(fake(0), key)
+
+        #expect(probe.calls == 1)
+    }
+
+    @Test func duplicateWithDifferentOptionsIsStillADuplicate() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        let token = hub.mustObserve(probe, object: fake(0), key: key, options: CKVO_OPTION_NEW)
+
+        let (status, existing) = hub.observe(
+            probe, object: fake(0), key: key, options: CKVO_OPTION_OLD | CKVO_OPTION_INITIAL)
+
+        #expect(status == CKVO_EEXIST)
+        #expect(existing == token)
+        #expect(probe.calls == 0, "a failed observe called its callback (initial)")
+    }
+
+    @Test func differingInAnyIdentityPartIsNotADuplicate() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let otherKey = hub.key("other")
+        let probe = Probe()
+        let otherContext = Probe()
+        let token = hub.mustObserve(probe, object: fake(0), key: key, owner: fake(9))
+        var tokens: Set<ckvo_token_t> = [token]
+
+        tokens.insert(hub.mustObserve(otherContext, object: fake(0), key: key, owner: fake(9)))
+        tokens.insert(hub.mustObserve(probe, object: fake(1), key: key, owner: fake(9)))
+        tokens.insert(hub.mustObserve(probe, object: fake(0), key: otherKey, owner: fake(9)))
+        tokens.insert(hub.mustObserve(probe, object: fake(0), key: key, owner: fake(10)))
+        tokens.insert(hub.mustObserve(probe, object: fake(0), key: key, owner: nil))
+        tokens.insert(hub.mustObserve(probe, object: nil, key: key, owner: fake(9)))
+        var viaOtherCallback: ckvo_token_t = 0
+        let otherCallback: ckvo_callback_t = { change, context in ckvots_probe_callback(change, context) }
+        #expect(
+            ckvo_observe(
+                hub.raw, fake(0), key, 0, fake(9), otherCallback, probe.context, ckvots_probe_release,
+                &viaOtherCallback) == CKVO_OK)
+        tokens.insert(viaOtherCallback)
+
+        #expect(tokens.count == 8)
+        #expect(hub.stats().observations == 8)
+    }
+
+    @Test func reregistrationAfterRemovalSucceedsWithANewToken() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        let first = hub.mustObserve(probe, object: fake(0), key: key)
+        #expect(hub.unobserve(first) == CKVO_OK)
+
+        let second = hub.mustObserve(probe, object: fake(0), key: key)
+
+        #expect(second != first)
+        hub.did(fake(0), key)
+        #expect(probe.calls == 1)
+        hub.destroy()
+        #expect(probe.releases == 2)
+    }
+
+    @Test func duplicateWildcardRegistrationReportsAlreadyObserving() {
+        let hub = TestHub()
+        let key = hub.key("note")
+        let probe = Probe()
+        let token = hub.mustObserve(probe, object: nil, key: key)
+
+        let (status, existing) = hub.observe(probe, object: nil, key: key)
+
+        #expect(status == CKVO_EEXIST)
+        #expect(existing == token)
+    }
+}

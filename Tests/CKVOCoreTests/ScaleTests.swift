@@ -1,0 +1,71 @@
+// SPEC §2.17: registration and removal stay bounded as one key's observer count grows — a
+// million observers on one key. Checked by counts only, never by time (a quadratic engine
+// makes this suite time out instead).
+
+import CKVOCore
+import CKVOTestSupport
+import Testing
+
+@Suite struct ScaleTests {
+    @Test func millionObserversOnOneKeyRegisterDispatchAndRemove() throws {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let count = 1_000_000
+        let tally = try #require(ckvots_tally_create(count))
+        defer { ckvots_tally_destroy(tally) }
+        var tokens = [ckvo_token_t](repeating: 0, count: count)
+        var firstError = CKVO_OK
+
+        let registered = ckvots_tally_observe_all(tally, hub.raw, fake(0), key, count, &tokens, &firstError)
+
+        #expect(registered == count, "first failure: \(firstError)")
+        #expect(firstError == CKVO_OK)
+        #expect(hub.stats().observations == count)
+        #expect(Set(tokens).count == count, "tokens are unique")
+        #expect(!tokens.contains(0))
+
+        #expect(hub.did(fake(0), key) == CKVO_OK)
+        #expect(ckvots_tally_calls_equal(tally, 1) == count, "every observer called exactly once")
+
+        // Remove in a scrambled order, so no engine gets its favourite (LIFO or FIFO) pattern.
+        var order = Array(0..<count)
+        var rng = SplitMix(seed: 42)
+        order.shuffle(using: &rng)
+        let removed = ckvots_unobserve_all(hub.raw, tokens, order, count)
+
+        #expect(removed == count)
+        #expect(hub.stats().observations == 0)
+        #expect(hub.flush() == CKVO_OK)
+        #expect(ckvots_tally_releases_equal(tally, 1) == count, "every context released exactly once")
+        #expect(hub.stats().pending_releases == 0)
+        #expect(hub.did(fake(0), key) == CKVO_OK)
+        #expect(ckvots_tally_calls_equal(tally, 1) == count, "a removed observer was called")
+    }
+
+    @Test func manyObjectsWithOneObserverEach() throws {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let count = iterations(100_000, stress: 1_000_000)
+        let tally = try #require(ckvots_tally_create(count))
+        defer { ckvots_tally_destroy(tally) }
+        var tokens: [ckvo_token_t] = []
+        tokens.reserveCapacity(count)
+
+        for i in 0..<count {
+            var token: ckvo_token_t = 0
+            let status = ckvo_observe(
+                hub.raw, fake(i), key, 0, nil, ckvots_tally_callback, ckvots_tally_slot(tally, i),
+                ckvots_tally_release, &token)
+            if status != CKVO_OK { break }
+            tokens.append(token)
+        }
+        #expect(tokens.count == count)
+        for i in stride(from: 0, to: count, by: 1_000) { hub.did(fake(i), key) }
+        #expect(ckvots_tally_calls_equal(tally, 1) == count / 1_000)
+
+        for i in stride(from: 0, to: count, by: 2) { _ = ckvo_unobserve_object(hub.raw, fake(i)) }
+        #expect(hub.stats().observations == count / 2)
+        #expect(hub.destroy() == CKVO_OK)
+        #expect(ckvots_tally_releases_equal(tally, 1) == count)
+    }
+}

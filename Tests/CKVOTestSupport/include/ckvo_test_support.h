@@ -1,0 +1,296 @@
+/*
+ * ckvo_test_support.h — helpers for testing the CKVOCore C API from Swift.
+ *
+ * Everything here exists because it is awkward or impossible in Swift:
+ * C11 atomics shared between raw pthreads, a callback that records into a
+ * thread-safe log, per-context release counting, fork(), pthread_exit() from
+ * inside a callback, and the values of preprocessor macros Swift cannot import.
+ * Prefix: ckvots_ ("ckvo test support"). One concept per .c file; the section
+ * names below are the file names.
+ *
+ * Unless a comment says otherwise, every function may be called from any
+ * thread, and every object is owned by the caller who created it and must
+ * outlive every hub that may still call back into it (destroy or flush the
+ * hub first).
+ */
+#ifndef CKVO_TEST_SUPPORT_H
+#define CKVO_TEST_SUPPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ckvo.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ macros.c */
+
+/*
+ * Macro values Swift cannot import (casts, stringification, X-macros), as
+ * the C compiler sees them in the header the tests were built against.
+ */
+/* CKVO_OPTIONS_ALL (Swift imports CKVO_OPTION_NEW & co. but not their |). */
+extern const ckvo_options_t ckvots_options_all;
+
+unsigned int ckvots_header_version_hex(void);
+const char *ckvots_header_version_string(void);
+
+/* Number of entries in CKVO_STATUS_MAP. */
+size_t ckvots_status_count(void);
+/* Entry `i` of CKVO_STATUS_MAP: its value, "CKVO_"-prefixed name and message. */
+bool ckvots_status_at(size_t i, int *value, const char **name, const char **message);
+
+/* True when built with ThreadSanitizer or AddressSanitizer. */
+bool ckvots_sanitizer_active(void);
+
+/* ----------------------------------------------------------- counter.c */
+
+/* A sequentially consistent atomic counter, e.g. a global event sequence. */
+typedef struct ckvots_counter ckvots_counter_t;
+
+ckvots_counter_t *ckvots_counter_create(void);
+void ckvots_counter_destroy(ckvots_counter_t *counter);
+/* Adds `delta` and returns the new value (so the first next() returns 1). */
+uint64_t ckvots_counter_add(ckvots_counter_t *counter, uint64_t delta);
+uint64_t ckvots_counter_next(ckvots_counter_t *counter);
+uint64_t ckvots_counter_load(const ckvots_counter_t *counter);
+void ckvots_counter_store(ckvots_counter_t *counter, uint64_t value);
+
+/* ---------------------------------------------------------- recorder.c */
+
+/* A thread-safe, append-only log of delivered changes. */
+typedef struct ckvots_recorder ckvots_recorder_t;
+
+/* One delivered change, as a callback saw it. */
+typedef struct ckvots_event {
+	uint64_t probe_id;     /* which probe (observation) was called */
+	uint64_t thread;       /* ckvots_thread_id() of the calling thread */
+	const void *object;
+	const void *old_value;
+	const void *new_value;
+	size_t index_count;
+	ckvo_key_t key;
+	ckvo_kind_t kind;
+	bool is_prior;
+	bool is_initial;
+	bool indexes_present;  /* change->indexes was not NULL */
+} ckvots_event_t;
+
+ckvots_recorder_t *ckvots_recorder_create(void);
+void ckvots_recorder_destroy(ckvots_recorder_t *recorder);
+/* Appends a copy of `change` (and up to 64 of its indexes). */
+void ckvots_recorder_append(ckvots_recorder_t *recorder, uint64_t probe_id,
+    const ckvo_change_t *change);
+size_t ckvots_recorder_count(ckvots_recorder_t *recorder);
+/* Copies event `i` into `*event`; false if `i` is out of range. */
+bool ckvots_recorder_event(ckvots_recorder_t *recorder, size_t i, ckvots_event_t *event);
+/* Copies up to `capacity` recorded indexes of event `i`; returns how many were recorded. */
+size_t ckvots_recorder_indexes(ckvots_recorder_t *recorder, size_t i, size_t *out,
+    size_t capacity);
+void ckvots_recorder_clear(ckvots_recorder_t *recorder);
+
+/* An identifier of the calling thread (pthread_self as an integer). */
+uint64_t ckvots_thread_id(void);
+
+/* ------------------------------------------------------------- probe.c */
+
+/*
+ * A probe is an observation context: pass ckvots_probe_callback as the
+ * callback, the probe as the context and ckvots_probe_release as the release.
+ * It counts calls and releases atomically, appends each call to its recorder
+ * (if any) and to the calling thread's trace (if one is active), then runs its
+ * hooks. The test owns the probe; release only counts, so "released exactly
+ * once" can be checked afterwards.
+ */
+typedef struct ckvots_probe ckvots_probe_t;
+typedef void (*ckvots_change_hook_t)(const ckvo_change_t *change, void *user);
+typedef void (*ckvots_release_hook_t)(void *user);
+
+ckvots_probe_t *ckvots_probe_create(ckvots_recorder_t *recorder, uint64_t id);
+void ckvots_probe_destroy(ckvots_probe_t *probe);
+uint64_t ckvots_probe_id(const ckvots_probe_t *probe);
+/* Callback invocations so far. */
+uint64_t ckvots_probe_calls(const ckvots_probe_t *probe);
+/* Release invocations so far (must end at exactly 1 per successful observe). */
+uint64_t ckvots_probe_releases(const ckvots_probe_t *probe);
+/* Callback invocations that began after the probe had been released. */
+uint64_t ckvots_probe_calls_after_release(const ckvots_probe_t *probe);
+/* Hooks run after counting/recording; either may be NULL. Set before observing. */
+void ckvots_probe_set_hooks(ckvots_probe_t *probe, ckvots_change_hook_t on_change,
+    ckvots_release_hook_t on_release, void *user);
+
+void ckvots_probe_callback(const ckvo_change_t *change, void *context);
+void ckvots_probe_release(void *context);
+
+/* ------------------------------------------------------------- trace.c */
+
+/*
+ * A per-thread trace of which probes were called: between begin and end,
+ * every probe callback on this thread appends its id to `buffer`.
+ * end returns the number of ids noted (which may exceed `capacity`: only the
+ * first `capacity` were stored).
+ */
+void ckvots_trace_begin(uint64_t *buffer, size_t capacity);
+size_t ckvots_trace_end(void);
+
+/* ------------------------------------------------------------- tally.c */
+
+/*
+ * Counters for many observations at once (scale tests): slot `i` is a context
+ * whose calls and releases are counted by ckvots_tally_callback and
+ * ckvots_tally_release.
+ */
+typedef struct ckvots_tally ckvots_tally_t;
+
+ckvots_tally_t *ckvots_tally_create(size_t slots);
+void ckvots_tally_destroy(ckvots_tally_t *tally);
+void *ckvots_tally_slot(ckvots_tally_t *tally, size_t i);
+uint32_t ckvots_tally_calls(const ckvots_tally_t *tally, size_t i);
+uint32_t ckvots_tally_releases(const ckvots_tally_t *tally, size_t i);
+/* Number of slots whose call (release) count equals `value`. */
+size_t ckvots_tally_calls_equal(const ckvots_tally_t *tally, uint32_t value);
+size_t ckvots_tally_releases_equal(const ckvots_tally_t *tally, uint32_t value);
+void ckvots_tally_callback(const ckvo_change_t *change, void *context);
+void ckvots_tally_release(void *context);
+
+/*
+ * Registers slot i for i in [0, count) as an observation of (object, key)
+ * with no options, storing tokens in `tokens`. Returns the number of CKVO_OK
+ * results; stops at the first failure and stores it in `*first_error`.
+ */
+size_t ckvots_tally_observe_all(ckvots_tally_t *tally, ckvo_hub_t *hub, const void *object,
+    ckvo_key_t key, size_t count, ckvo_token_t *tokens, ckvo_status_t *first_error);
+/* Unobserves tokens[order[i]] for i in [0, count) (order NULL: in order); counts CKVO_OK. */
+size_t ckvots_unobserve_all(ckvo_hub_t *hub, const ckvo_token_t *tokens, const size_t *order,
+    size_t count);
+
+/* ----------------------------------------------------------- barrier.c */
+
+/* Releases `count` threads together. */
+typedef struct ckvots_barrier ckvots_barrier_t;
+
+ckvots_barrier_t *ckvots_barrier_create(unsigned count);
+void ckvots_barrier_destroy(ckvots_barrier_t *barrier);
+void ckvots_barrier_wait(ckvots_barrier_t *barrier);
+
+/* ----------------------------------------------------------- threads.c */
+
+typedef void (*ckvots_thread_body_t)(unsigned index, void *arg);
+
+/*
+ * Starts `count` pthreads, releases them together through a barrier, runs
+ * body(index, arg) on each and joins them all. Returns 0, or ENOMEM (then no
+ * body ran). Aborts the process if a thread cannot be created.
+ */
+int ckvots_run_threads(unsigned count, ckvots_thread_body_t body, void *arg);
+
+/*
+ * Runs body(0, arg) on a new thread and waits at most `seconds` for it.
+ * Returns 0 when it finished, ETIMEDOUT when it did not (the thread is then
+ * left running, detached: the caller must keep `arg` alive forever).
+ */
+int ckvots_run_with_timeout(ckvots_thread_body_t body, void *arg, unsigned seconds);
+
+/* ---------------------------------------------------------- sentinel.c */
+
+/*
+ * Detects a callback entered after ckvo_unobserve_sync returned. The callback
+ * checks the "sync returned" flag on entry, counts itself inside while it
+ * spins briefly (to widen the race window), then leaves.
+ */
+typedef struct ckvots_sentinel ckvots_sentinel_t;
+
+ckvots_sentinel_t *ckvots_sentinel_create(unsigned spin);
+void ckvots_sentinel_destroy(ckvots_sentinel_t *sentinel);
+void ckvots_sentinel_callback(const ckvo_change_t *change, void *context);
+void ckvots_sentinel_release(void *context);
+/* Call right after ckvo_unobserve_sync returned CKVO_OK: sets the flag and
+ * returns how many callbacks are still inside (must be 0). */
+unsigned ckvots_sentinel_mark_sync_returned(ckvots_sentinel_t *sentinel);
+uint64_t ckvots_sentinel_calls(const ckvots_sentinel_t *sentinel);
+/* Callbacks entered after mark_sync_returned. */
+uint64_t ckvots_sentinel_violations(const ckvots_sentinel_t *sentinel);
+uint64_t ckvots_sentinel_releases(const ckvots_sentinel_t *sentinel);
+
+/* -------------------------------------------------------------- cell.c */
+
+/*
+ * An observed object holding a current value, with a getter for
+ * CKVO_OPTION_INITIAL. The getter also records whether the hub already
+ * reported an observer for (cell, key) when it ran — i.e. whether the value
+ * was read after the observation was installed.
+ */
+typedef struct ckvots_cell ckvots_cell_t;
+
+ckvots_cell_t *ckvots_cell_create(ckvo_hub_t *hub, const void *value);
+void ckvots_cell_destroy(ckvots_cell_t *cell);
+void ckvots_cell_set(ckvots_cell_t *cell, const void *value);
+const void *ckvots_cell_getter(const void *object, ckvo_key_t key);
+unsigned ckvots_cell_getter_calls(const ckvots_cell_t *cell);
+/* How many getter calls found ckvo_has_observers(hub, cell, key) false. */
+unsigned ckvots_cell_getter_calls_before_install(const ckvots_cell_t *cell);
+
+/* -------------------------------------------------------- fork_child.c */
+
+/*
+ * Runs `dispatchers` threads announcing changes of (object, key) on `hub` and
+ * `writers` threads observing and unobserving it, then fork()s `forks` times
+ * while they run. Each child, single-threaded, observes (object, key), announces
+ * a change, checks its callback ran exactly once, unobserves, flushes, checks the
+ * release ran exactly once, creates and destroys a fresh hub, and _exit()s with
+ * 0 or a step code below. A child that does not finish within `timeout_seconds`
+ * is killed. Returns 0 when every child exited 0, otherwise the first failing
+ * child's code; CKVOTS_FORK_* codes >= 100 are the helper's own failures.
+ */
+enum {
+	CKVOTS_FORK_OK = 0,
+	CKVOTS_FORK_CHILD_OBSERVE = 10,
+	CKVOTS_FORK_CHILD_DISPATCH = 11,
+	CKVOTS_FORK_CHILD_CALLS = 12,
+	CKVOTS_FORK_CHILD_UNOBSERVE = 13,
+	CKVOTS_FORK_CHILD_FLUSH = 14,
+	CKVOTS_FORK_CHILD_RELEASE = 15,
+	CKVOTS_FORK_CHILD_NEW_HUB = 16,
+	CKVOTS_FORK_CHILD_KEY = 17,
+	CKVOTS_FORK_HELPER_THREADS = 100,
+	CKVOTS_FORK_HELPER_FORK = 101,
+	CKVOTS_FORK_HELPER_WAIT = 102,
+	CKVOTS_FORK_CHILD_TIMEOUT = 124,
+	CKVOTS_FORK_CHILD_SIGNALED = 128, /* + signal number */
+};
+
+int ckvots_fork_scenario(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
+    unsigned dispatchers, unsigned writers, unsigned forks, unsigned timeout_seconds);
+
+/* ------------------------------------------------------ thread_exit.c */
+
+/*
+ * Registers `probe` as an observation of (object, key) on `hub` (storing its
+ * token in `*token`; it stays registered), then starts a pthread that
+ * announces a change of (object, key); the probe's callback calls
+ * pthread_exit() from inside that dispatch, on that thread only. Joins the
+ * thread. Replaces the probe's hooks. Returns 0, a negative ckvo status if
+ * observing failed, a positive errno if the thread could not be started, or
+ * CKVOTS_THREAD_DID_NOT_EXIT if the dispatch returned (the callback never ran
+ * on that thread).
+ */
+enum { CKVOTS_THREAD_DID_NOT_EXIT = -1000 };
+int ckvots_thread_exit_in_callback(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
+    ckvots_probe_t *probe, ckvo_token_t *token);
+
+/*
+ * Runs `total` short-lived threads, at most `concurrent` alive at a time, each
+ * announcing one change of (object, key) on `hub` and exiting. Returns the
+ * number of announcements that returned CKVO_OK.
+ */
+size_t ckvots_short_lived_dispatchers(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
+    size_t total, unsigned concurrent);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CKVO_TEST_SUPPORT_H */
