@@ -20,10 +20,10 @@ ENGINE_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -D_GNU_SOURCE \
 
 # Sanitizer runs: their own scratch folders so they never rebuild the plain one.
 TSAN_OPTIONS_RUN := halt_on_error=1 second_deadlock_stack=1
-ASAN_OPTIONS_RUN := detect_leaks=1 halt_on_error=1 abort_on_error=1
+ASAN_OPTIONS_RUN := detect_leaks=1 halt_on_error=1
 LSAN_OPTIONS_RUN := suppressions=$(CURDIR)/.lsan-suppressions print_suppressions=0
 
-.PHONY: help deps build lint unit tsan asan test install example fuzz clean
+.PHONY: help deps build lint unit tsan asan test install example quickstart bench fuzz clean
 
 help:
 	@echo "make deps     install Concurrency Kit (libck-dev) if missing"
@@ -33,6 +33,8 @@ help:
 	@echo "make unit | tsan | asan   one of those runs"
 	@echo "make install  PREFIX=...: libckvo.a, libckvo.so, headers, ckvo.pc"
 	@echo "make example  build examples/ with plain cc against a temporary install, run it"
+	@echo "make quickstart  run the README's Swift quick start (examples/QuickStart)"
+	@echo "make bench    SwiftKVO against its peers: swift run -c release Benchmarks $$BENCH_ARGS"
 	@echo "make fuzz     FUZZ_SECONDS=60: libFuzzer on the C API against a model, corpus in Tests/Fuzz"
 
 deps:
@@ -118,6 +120,16 @@ example: deps
 	$(CC) -std=c11 -Wall -Wextra -Werror -o $(BUILD)/thermostat examples/thermostat.c \
 		$$(pkg-config --cflags --libs ckvo) -Wl,-rpath,$(EXAMPLE_PREFIX)/lib
 	./$(BUILD)/thermostat
+
+quickstart: deps
+	@echo "== quickstart: the README's Swift example"
+	$(SWIFT) run QuickStart
+
+# BENCH_ARGS="--quick" for a smoke run; see `swift run -c release Benchmarks --help`.
+BENCH_ARGS ?=
+bench: deps
+	@echo "== bench: swift run -c release Benchmarks $(BENCH_ARGS)"
+	$(SWIFT) run -c release Benchmarks $(BENCH_ARGS)
 
 # ----------------------------------------------------------- reliability
 
