@@ -5,6 +5,12 @@ let package = Package(
     name: "SwiftKVO",
     products: [
         .library(name: "CKVOCore", targets: ["CKVOCore"]),
+        .library(name: "SwiftKVO", targets: ["SwiftKVO"]),
+        .executable(name: "Benchmarks", targets: ["Benchmarks"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     ],
     targets: [
         // Concurrency Kit from the system (Debian: libck-dev; `make deps` installs it).
@@ -22,8 +28,45 @@ let package = Package(
             cSettings: [.define("_GNU_SOURCE")],
             linkerSettings: [.linkedLibrary("ck"), .linkedLibrary("pthread")]
         ),
+        // The Swift layer: every call into CKVOCore goes through Sources/SwiftKVO/Engine.swift.
+        .target(
+            name: "SwiftKVO",
+            dependencies: ["CKVOCore"],
+            path: "Sources/SwiftKVO"
+        ),
+        // A malloc-counting shim for SwiftKVOTests' allocation test (interposes malloc & co.).
+        .target(
+            name: "SwiftKVOTestSupport",
+            path: "Tests/SwiftKVOTestSupport"
+        ),
+        .testTarget(
+            name: "SwiftKVOTests",
+            dependencies: ["SwiftKVO", "SwiftKVOTestSupport"],
+            path: "Tests/SwiftKVOTests"
+        ),
+        // The README's Swift quick start, run by `make quickstart`.
+        .executableTarget(name: "QuickStart", dependencies: ["SwiftKVO"], path: "examples/QuickStart"),
         // C helpers for CKVOCoreTests: recording callbacks, atomics, barriers, fork, pthread_exit.
         .target(name: "CKVOTestSupport", dependencies: ["CKVOCore"], path: "Tests/CKVOTestSupport"),
         .testTarget(name: "CKVOCoreTests", dependencies: ["CKVOCore", "CKVOTestSupport"], path: "Tests/CKVOCoreTests"),
+        // Benchmarks (SPEC.md §5): `swift run -c release Benchmarks`. The C floor and the C
+        // callback the SwiftKVO C API peer registers live in their own tiny C target.
+        .target(
+            name: "CBenchFloor",
+            dependencies: ["CKVOCore"],
+            path: "Benchmarks/CFloor"
+        ),
+        .executableTarget(
+            name: "Benchmarks",
+            dependencies: [
+                "CBenchFloor",
+                "CKVOCore",
+                "SwiftKVO",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            path: "Benchmarks",
+            exclude: ["CFloor", "README.md"]
+        ),
     ]
 )

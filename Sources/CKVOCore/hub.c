@@ -46,6 +46,9 @@ fork_parent(void)
 static void
 fork_child(void)
 {
+	/* Entries other threads were running are gone with them: never wait for them. */
+	for (struct ckvo_hub *hub = registry_head; hub != NULL; hub = hub->registry_next)
+		hub->finishing = 0;
 	/* This thread took every lock in fork_prepare, so it may release them. */
 	fork_parent();
 	ckvo__threads_after_fork_child();

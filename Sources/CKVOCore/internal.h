@@ -213,6 +213,7 @@ struct ckvo_hub {
 	ck_hs_t objects;              /* object → object group */
 	uint64_t next_seq;
 	unsigned int poll_at;         /* poll the epoch once this many are pending */
+	unsigned int finishing;       /* threads running reclaimed entries after unlock (atomic) */
 	size_t observations;
 	uint64_t unreleased;          /* retired observations not yet released (atomic) */
 	bool is_default;
@@ -227,6 +228,7 @@ struct ckvo_thread {
 	ck_epoch_record_t *record; /* this thread's reader record, lazily registered */
 	unsigned int depth;        /* dispatches in progress on this thread */
 	struct ckvo_hub *writing;  /* hub whose writer lock this thread holds */
+	unsigned int releasing;    /* release callbacks running on this thread */
 };
 
 extern __thread struct ckvo_thread ckvo__thread __attribute__((tls_model("initial-exec")));

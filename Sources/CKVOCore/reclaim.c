@@ -19,11 +19,14 @@
  * - Releasing the lock polls only once CKVO_RECLAIM_BATCH entries are
  *   pending, so a release may run some registrations after its removal;
  *   ckvo_hub_flush and ckvo_unobserve_sync make it prompt.
+ * - A writer announces (hub->finishing) that it holds entries to run after
+ *   unlocking, so a flush can wait until entries taken before it have run.
  * - Blocking waits (flush, strict unobserve, destroy) first detach the
  *   pending entries under the lock, then wait for a grace period without the
  *   lock (ck_epoch_synchronize), then run them. They refuse inside a read
  *   section, where synchronizing would wait for the caller itself.
  */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -48,6 +51,9 @@ ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready)
 		(void)ck_epoch_poll_deferred(hub->writer, ready);
 		hub->poll_at = ck_pr_load_uint(&hub->writer->n_pending) + CKVO_RECLAIM_BATCH;
 	}
+	/* Announced under the lock, so a flush that follows waits for this batch. */
+	if (CK_STACK_FIRST(ready) != NULL)
+		ck_pr_inc_uint(&hub->finishing);
 	ckvo__thread.writing = NULL;
 	(void)pthread_mutex_unlock(&hub->lock);
 }
@@ -83,6 +89,16 @@ slot_free(ck_epoch_entry_t *entry)
 	free(CKVO_CONTAINER(struct ckvo_slot, retire, entry));
 }
 
+/* Lowers hub->finishing, never below zero (a fork child starts it from zero). */
+static void
+finishing_done(struct ckvo_hub *hub)
+{
+	unsigned int count = ck_pr_load_uint(&hub->finishing);
+
+	while (count != 0 && !ck_pr_cas_uint_value(&hub->finishing, count, count - 1, &count))
+		;
+}
+
 void
 ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
 {
@@ -93,6 +109,7 @@ ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
 
 	/* Pairs with every reader's release when it left its section. */
 	CKVO_TSAN_ACQUIRE(&ckvo__epoch);
+	ckvo__thread.releasing++;
 	for (cursor = CK_STACK_FIRST(ready); cursor != NULL; cursor = next) {
 		ck_epoch_entry_t *entry =
 		    CKVO_CONTAINER(ck_epoch_entry_t, stack_entry, cursor);
@@ -102,7 +119,9 @@ ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
 			ck_pr_dec_64(&hub->unreleased);
 		entry->function(entry);
 	}
+	ckvo__thread.releasing--;
 	ck_stack_init(ready);
+	finishing_done(hub);
 }
 
 static void
@@ -132,6 +151,8 @@ ckvo__reclaim_flush(struct ckvo_hub *hub)
 
 	ckvo__hub_lock(hub);
 	reclaim_detach_all(hub, &detached);
+	if (CK_STACK_FIRST(&detached) != NULL)
+		ck_pr_inc_uint(&hub->finishing);
 	ckvo__thread.writing = NULL;
 	(void)pthread_mutex_unlock(&hub->lock);
 
@@ -139,6 +160,16 @@ ckvo__reclaim_flush(struct ckvo_hub *hub)
 	ckvo__writer_fence();
 	ck_epoch_synchronize(hub->writer);
 	ckvo__reclaim_finish(hub, &detached);
+
+	/*
+	 * Other writers may be running entries they took before this flush
+	 * (after their unlock): wait for them too, unless this is itself a
+	 * release callback, which such a writer may be running.
+	 */
+	if (ckvo__thread.releasing == 0) {
+		while (ck_pr_load_uint(&hub->finishing) != 0)
+			(void)sched_yield();
+	}
 }
 
 void

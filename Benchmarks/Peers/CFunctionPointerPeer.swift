@@ -1,0 +1,113 @@
+// CFunctionPointerPeer.swift — the C floor: an array of {function pointer,
+// context} pairs called by a loop written in C (Benchmarks/CFloor/floor.c).
+// No lookup, no locking, no reference counting: the cost of the call itself.
+
+import CBenchFloor
+
+struct CFunctionPointerPeer: Peer {
+    let id = "c-floor"
+    let title = "C function pointers, C loop (floor)"
+
+    /// Observers of one subject; `run` calls the C loop. Safe on several threads at
+    /// once because nothing observes or unobserves meanwhile.
+    final class FanOut: Fixture, @unchecked Sendable {
+        let subject: OpaquePointer
+        let unitsPerIteration: Int
+        init(observers: Int) {
+            subject = cbench_subject_create()!
+            unitsPerIteration = observers
+            for i in 0..<observers {
+                let status = cbench_subject_observe(
+                    subject, cbench_tick_callback, UnsafeMutableRawPointer(bitPattern: i + 1), nil)
+                precondition(status == 0)
+            }
+        }
+        func run(_ iterations: Int) { cbench_subject_set_loop(subject, iterations) }
+        func tearDown() { cbench_subject_destroy(subject) }
+    }
+
+    final class ManySubjects: Fixture, @unchecked Sendable {
+        let subjects: UnsafeMutablePointer<OpaquePointer?>
+        let count: Int
+        var cursor = 0
+        let unitsPerIteration = 1
+        init(subjects count: Int) {
+            self.count = count
+            subjects = .allocate(capacity: count)
+            for i in 0..<count {
+                let subject = cbench_subject_create()!
+                precondition(cbench_subject_observe(subject, cbench_tick_callback, nil, nil) == 0)
+                subjects[i] = subject
+            }
+        }
+        func run(_ iterations: Int) {
+            cbench_subjects_round_robin(subjects, count, cursor, iterations)
+            cursor = (cursor + iterations) % count
+        }
+        func tearDown() {
+            for i in 0..<count { cbench_subject_destroy(subjects[i]) }
+            subjects.deallocate()
+        }
+    }
+
+    /// Single-threaded: the floor has no synchronization, so no concurrent dispatcher.
+    final class Churn: Fixture, @unchecked Sendable {
+        let subject: OpaquePointer
+        let unitsPerIteration = 1
+        var unitsAreCallbacks: Bool { false }
+        init(observers: Int) {
+            subject = cbench_subject_create()!
+            for i in 0..<observers {
+                precondition(cbench_subject_observe(
+                    subject, cbench_tick_callback, UnsafeMutableRawPointer(bitPattern: i + 1), nil) == 0)
+            }
+        }
+        func run(_ iterations: Int) {
+            for _ in 0..<iterations {
+                var id: UInt64 = 0
+                cbench_subject_observe(subject, cbench_tick_callback, nil, &id)
+                cbench_subject_unobserve(subject, id)
+            }
+        }
+        func tearDown() { cbench_subject_destroy(subject) }
+    }
+
+    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
+    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
+    func makeNoObserverSetter() -> (any Fixture)? { NoObservers() }
+    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
+    func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
+        concurrentDispatcher ? nil : Churn(observers: observers)
+    }
+
+    final class NoObservers: Fixture, @unchecked Sendable {
+        let inner = FanOut(observers: 0)
+        let unitsPerIteration = 1
+        var unitsAreCallbacks: Bool { false }
+        func run(_ iterations: Int) { inner.run(iterations) }
+        func tearDown() { inner.tearDown() }
+    }
+
+    func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
+        if perObject {
+            var subjects: [OpaquePointer] = []
+            subjects.reserveCapacity(observations)
+            for _ in 0..<observations { subjects.append(cbench_subject_create()!) }
+            let sample = measureHeap(observations: observations) {
+                for subject in subjects {
+                    cbench_subject_observe(subject, cbench_tick_callback, nil, nil)
+                }
+            } release: {}
+            for subject in subjects { cbench_subject_destroy(subject) }
+            return sample
+        }
+        let subject = cbench_subject_create()!
+        defer { cbench_subject_destroy(subject) }
+        return measureHeap(observations: observations) {
+            for i in 0..<observations {
+                cbench_subject_observe(
+                    subject, cbench_tick_callback, UnsafeMutableRawPointer(bitPattern: i + 1), nil)
+            }
+        } release: {}
+    }
+}

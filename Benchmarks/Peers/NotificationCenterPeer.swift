@@ -1,0 +1,131 @@
+// NotificationCenterPeer.swift — Foundation's NotificationCenter (the
+// swift-corelibs-foundation one on Linux): block observers added with
+// addObserver(forName:object:queue:using:) for one sender, and a setter that
+// posts a notification with the object as sender. A private center per
+// fixture keeps fixtures from seeing each other's observers.
+
+import CBenchFloor
+import Foundation
+
+struct NotificationCenterPeer: Peer {
+    let id = "notificationcenter"
+    let title = "Foundation NotificationCenter"
+
+    static let valueDidChange = Notification.Name("BenchValueDidChange")
+
+    /// The observed object. The center is thread-safe; the stores to `value`
+    /// race as two unsynchronized writers of one property do.
+    final class Subject: @unchecked Sendable {
+        let center: NotificationCenter
+        var value = 0 {
+            didSet { center.post(name: NotificationCenterPeer.valueDidChange, object: self) }
+        }
+        init(center: NotificationCenter) { self.center = center }
+    }
+
+    static func observe(
+        _ subject: Subject, in center: NotificationCenter, observer: BenchObserver
+    ) -> NSObjectProtocol {
+        center.addObserver(forName: valueDidChange, object: subject, queue: nil) { [observer] _ in
+            observerDidChange(observer)
+        }
+    }
+
+    final class FanOut: Fixture, @unchecked Sendable {
+        let center = NotificationCenter()
+        let subject: Subject
+        var tokens: [NSObjectProtocol] = []
+        let unitsPerIteration: Int
+        var unitsAreCallbacks: Bool { observers > 0 }
+        let observers: Int
+        init(observers: Int) {
+            self.observers = observers
+            unitsPerIteration = max(observers, 1)
+            subject = Subject(center: center)
+            for _ in 0..<observers {
+                tokens.append(NotificationCenterPeer.observe(subject, in: center, observer: BenchObserver()))
+            }
+        }
+        func run(_ iterations: Int) {
+            for i in 0..<iterations { subject.value = i }
+        }
+        func tearDown() {
+            for token in tokens { center.removeObserver(token) }
+        }
+    }
+
+    final class ManySubjects: Fixture, @unchecked Sendable {
+        let center = NotificationCenter()
+        let subjects: [Subject]
+        var tokens: [NSObjectProtocol] = []
+        var cursor = 0
+        let unitsPerIteration = 1
+        init(subjects count: Int) {
+            let center = self.center
+            subjects = (0..<count).map { _ in Subject(center: center) }
+            for subject in subjects {
+                tokens.append(NotificationCenterPeer.observe(subject, in: center, observer: BenchObserver()))
+            }
+        }
+        func run(_ iterations: Int) {
+            var index = cursor
+            for i in 0..<iterations {
+                subjects[index].value = i
+                index += 1
+                if index == subjects.count { index = 0 }
+            }
+            cursor = index
+        }
+        func tearDown() {
+            for token in tokens { center.removeObserver(token) }
+        }
+    }
+
+    final class Churn: Fixture, @unchecked Sendable {
+        let fanOut: FanOut
+        let observer = BenchObserver()
+        let dispatcher: BackgroundLoop?
+        let unitsPerIteration = 1
+        var unitsAreCallbacks: Bool { false }
+        init(observers: Int, concurrentDispatcher: Bool) {
+            fanOut = FanOut(observers: observers)
+            let subject = fanOut.subject
+            dispatcher = concurrentDispatcher ? BackgroundLoop { subject.value = 1 } : nil
+        }
+        func run(_ iterations: Int) {
+            let center = fanOut.center, subject = fanOut.subject
+            for _ in 0..<iterations {
+                let token = NotificationCenterPeer.observe(subject, in: center, observer: observer)
+                center.removeObserver(token)
+            }
+        }
+        func tearDown() {
+            dispatcher?.stop()
+            fanOut.tearDown()
+        }
+    }
+
+    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
+    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
+    func makeNoObserverSetter() -> (any Fixture)? { FanOut(observers: 0) }
+    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
+    func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
+        Churn(observers: observers, concurrentDispatcher: concurrentDispatcher)
+    }
+
+    func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
+        let center = NotificationCenter()
+        let observers = (0..<observations).map { _ in BenchObserver() }
+        let subjects = (0..<(perObject ? observations : 1)).map { _ in Subject(center: center) }
+        var tokens: [NSObjectProtocol] = []
+        tokens.reserveCapacity(observations)
+        let sample = measureHeap(observations: observations) {
+            for i in 0..<observations {
+                let subject = subjects[perObject ? i : 0]
+                tokens.append(NotificationCenterPeer.observe(subject, in: center, observer: observers[i]))
+            }
+        } release: {}
+        for token in tokens { center.removeObserver(token) }
+        return sample
+    }
+}

@@ -1,0 +1,126 @@
+// SwiftClosureArrayPeer.swift — the Swift floor: a class whose property's
+// didSet calls every closure in an array. Each closure captures its observer
+// object, as `{ [observer] in … }` code does, so a call pays what calling a
+// real Swift callback pays (retaining and releasing the closure context).
+
+import CBenchFloor
+
+struct SwiftClosureArrayPeer: Peer {
+    let id = "swift-closures"
+    let title = "Swift array of closures (floor)"
+
+    /// Reading the array from several threads at once is safe; the stores to
+    /// `value` race, but on an Int that only costs the cache line, which is
+    /// what the contention workload is about.
+    final class Subject: @unchecked Sendable {
+        var observers: [(id: Int, callback: () -> Void)] = []
+        var nextID = 0
+        var value = 0 {
+            didSet {
+                for observer in observers { observer.callback() }
+            }
+        }
+
+        @discardableResult
+        func observe(_ callback: @escaping () -> Void) -> Int {
+            nextID += 1
+            observers.append((nextID, callback))
+            return nextID
+        }
+
+        func unobserve(_ id: Int) {
+            if let index = observers.firstIndex(where: { $0.id == id }) {
+                observers.remove(at: index)
+            }
+        }
+    }
+
+    static func callback(for observer: BenchObserver) -> () -> Void {
+        { [observer] in observerDidChange(observer) }
+    }
+
+    final class FanOut: Fixture, @unchecked Sendable {
+        let subject = Subject()
+        let unitsPerIteration: Int
+        init(observers: Int) {
+            unitsPerIteration = observers
+            for _ in 0..<observers { subject.observe(SwiftClosureArrayPeer.callback(for: BenchObserver())) }
+        }
+        func run(_ iterations: Int) {
+            for i in 0..<iterations { subject.value = i }
+        }
+    }
+
+    final class ManySubjects: Fixture, @unchecked Sendable {
+        let subjects: [Subject]
+        var cursor = 0
+        let unitsPerIteration = 1
+        init(subjects count: Int) {
+            subjects = (0..<count).map { _ in
+                let subject = Subject()
+                subject.observe(SwiftClosureArrayPeer.callback(for: BenchObserver()))
+                return subject
+            }
+        }
+        func run(_ iterations: Int) {
+            var index = cursor
+            for i in 0..<iterations {
+                subjects[index].value = i
+                index += 1
+                if index == subjects.count { index = 0 }
+            }
+            cursor = index
+        }
+    }
+
+    /// Single-threaded: an array has no synchronization, so no concurrent dispatcher.
+    final class Churn: Fixture, @unchecked Sendable {
+        let subject: Subject
+        let observer = BenchObserver()
+        let unitsPerIteration = 1
+        var unitsAreCallbacks: Bool { false }
+        init(observers: Int) {
+            subject = FanOut(observers: observers).subject
+        }
+        func run(_ iterations: Int) {
+            for _ in 0..<iterations {
+                let id = subject.observe(SwiftClosureArrayPeer.callback(for: observer))
+                subject.unobserve(id)
+            }
+        }
+    }
+
+    final class NoObservers: Fixture, @unchecked Sendable {
+        let subject = Subject()
+        let unitsPerIteration = 1
+        var unitsAreCallbacks: Bool { false }
+        func run(_ iterations: Int) {
+            for i in 0..<iterations { subject.value = i }
+        }
+    }
+
+    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
+    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
+    func makeNoObserverSetter() -> (any Fixture)? { NoObservers() }
+    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
+    func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
+        concurrentDispatcher ? nil : Churn(observers: observers)
+    }
+
+    func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
+        // The observer objects exist before the measurement: only what observing costs counts.
+        let observers = (0..<observations).map { _ in BenchObserver() }
+        if perObject {
+            let subjects = (0..<observations).map { _ in Subject() }
+            return measureHeap(observations: observations) {
+                for (subject, observer) in zip(subjects, observers) {
+                    subject.observe(SwiftClosureArrayPeer.callback(for: observer))
+                }
+            } release: {}
+        }
+        let subject = Subject()
+        return measureHeap(observations: observations) {
+            for observer in observers { subject.observe(SwiftClosureArrayPeer.callback(for: observer)) }
+        } release: {}
+    }
+}

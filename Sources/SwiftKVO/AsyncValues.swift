@@ -1,0 +1,75 @@
+extension KeyValueObservable {
+    /// The values of `keyPath` as an async sequence: the current value first,
+    /// then the new value after every change.
+    ///
+    /// ```swift
+    /// for await name in account.values(for: \.name) { label.text = name }
+    /// ```
+    ///
+    /// The sequence ends when the object deinitializes, and its observation is
+    /// removed when the iterating task is cancelled or the sequence is
+    /// discarded. Values are buffered (by default without bound) between the
+    /// changing thread and the consumer, so a consumer on an actor (e.g. the
+    /// main actor) receives every value on that actor — this is the way to
+    /// observe from actor-isolated code.
+    ///
+    /// - Parameters:
+    ///   - keyPath: An observable key path (see ``observe(_:options:changeHandler:)``).
+    ///     For an unsupported key path the sequence is empty.
+    ///   - bufferingPolicy: How many undelivered values to keep.
+    public func values<Value: Sendable>(
+        for keyPath: KeyPath<Self, Value>,
+        bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded
+    ) -> AsyncStream<Value> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: Value.self, bufferingPolicy: bufferingPolicy)
+        let token = observe(keyPath, options: [.initial, .new]) { _, change in
+            if let value = change.newValue { continuation.yield(value) }
+        }
+        guard token.error == nil else {
+            continuation.finish()
+            return stream
+        }
+        let registrar = kvoRegistrar
+        let handler = registrar.addDeathHandler { continuation.finish() }
+        continuation.onTermination = { [weak registrar] _ in
+            token.invalidate()
+            registrar?.removeDeathHandler(handler)
+        }
+        return stream
+    }
+}
+
+extension NotificationHub {
+    /// The notifications named `name` as an async sequence.
+    ///
+    /// The registration is removed when the iterating task is cancelled or the
+    /// sequence is discarded; the sequence ends when `object`, if it is a
+    /// ``KeyValueObservable``, deinitializes.
+    ///
+    /// - Parameters:
+    ///   - name: The notification name.
+    ///   - object: The sender to listen to; `nil` for every sender.
+    ///   - bufferingPolicy: How many undelivered notifications to keep.
+    public func notifications(
+        named name: Name, object: AnyObject? = nil,
+        bufferingPolicy: AsyncStream<HubNotification>.Continuation.BufferingPolicy = .unbounded
+    ) -> AsyncStream<HubNotification> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: HubNotification.self, bufferingPolicy: bufferingPolicy)
+        let token = addObserver(forName: name, object: object) { note in
+            continuation.yield(note)
+        }
+        guard token.error == nil else {
+            continuation.finish()
+            return stream
+        }
+        let registrar = (object as? any KeyValueObservable)?.kvoRegistrar
+        let handler = registrar?.addDeathHandler { continuation.finish() }
+        continuation.onTermination = { [weak registrar] _ in
+            token.invalidate()
+            if let handler { registrar?.removeDeathHandler(handler) }
+        }
+        return stream
+    }
+}

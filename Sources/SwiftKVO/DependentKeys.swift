@@ -1,0 +1,171 @@
+//
+// DependentKeys.swift — keys computed from other keys (SPEC §2 item 12).
+//
+// A class declares `dependentKeyPaths` (`\Person.fullName: [\Person.firstName,
+// \Person.lastName]`). Observers of `fullName` observe an engine key of its
+// own. A setter of `firstName` learns once per object (cached in its wrapper
+// state bit `hasDependents`) that `fullName` depends on it, and then
+// announces will/did for `fullName` around its own change, with fullName's
+// value read before and after — the way Apple KVO does it.
+
+import Synchronization
+
+/// A dependent key: its engine key and how to read it. Interned, never freed.
+@usableFromInline
+class DependentKey: @unchecked Sendable {
+    let key: EngineKey
+    /// The key's probe: whether anybody observes it at all, in one load.
+    let probe: EngineProbe
+    let keyPath: AnyKeyPath
+
+    init(key: EngineKey, keyPath: AnyKeyPath) {
+        self.key = key
+        self.probe = Engine.probe(of: key)
+        self.keyPath = keyPath
+    }
+
+    /// Prior notification; returns (observed, old value).
+    func willChange(_ object: AnyObject) -> (Bool, Any?) { (false, nil) }
+
+    /// Post-change notification.
+    func didChange(_ object: AnyObject, observed: Bool, old: Any?) {}
+}
+
+final class TypedDependentKey<Root, Value>: DependentKey, @unchecked Sendable {
+    let typedKeyPath: KeyPath<Root, Value>
+
+    init(key: EngineKey, keyPath: KeyPath<Root, Value>) {
+        self.typedKeyPath = keyPath
+        super.init(key: key, keyPath: keyPath)
+    }
+
+    private func read(_ object: AnyObject) -> Value? {
+        (object as? Root)?[keyPath: typedKeyPath]
+    }
+
+    override func willChange(_ object: AnyObject) -> (Bool, Any?) {
+        let address = Engine.address(object)
+        guard Engine.hasObservers(probe) else { return (false, nil) }
+        let old = read(object)
+        if Engine.hasPriorObservers(probe) {
+            Engine.announce(
+                prior: true, object: address, key: key, kind: .setting, old: old, new: nil,
+                indexes: [])
+        }
+        return (true, old)
+    }
+
+    override func didChange(_ object: AnyObject, observed: Bool, old: Any?) {
+        let address = Engine.address(object)
+        guard observed || Engine.hasObservers(probe) else { return }
+        Engine.announce(
+            prior: false, object: address, key: key, kind: .setting, old: old as? Value,
+            new: read(object), indexes: [])
+    }
+}
+
+/// Opens an `AnyKeyPath` to its typed root and value.
+private protocol DependentKeyMaking {
+    func makeDependentKey(key: EngineKey) -> DependentKey
+}
+
+extension KeyPath: DependentKeyMaking {
+    fileprivate func makeDependentKey(key: EngineKey) -> DependentKey {
+        TypedDependentKey<Root, Value>(key: key, keyPath: self)
+    }
+}
+
+/// Dependent changes in flight between a source's will and did.
+@usableFromInline
+final class DependentChanges {
+    let object: AnyObject
+    var entries: [(key: DependentKey, observed: Bool, old: Any?)] = []
+
+    init(object: AnyObject) { self.object = object }
+}
+
+@usableFromInline
+enum Dependencies {
+    private struct ClassKey: Hashable {
+        let type: ObjectIdentifier
+        let key: EngineKey
+    }
+
+    private struct State {
+        var keys: [AnyKeyPath: DependentKey] = [:]
+        var dependents: [ClassKey: [DependentKey]] = [:]
+        var counter = 0
+    }
+
+    private static let state = LockedState(State())
+
+    /// The dependent key for `keyPath` if `object`'s class declares it.
+    static func dependentKey<Root: KeyValueObservable>(
+        for keyPath: AnyKeyPath, on object: Root
+    ) -> DependentKey? {
+        if let existing = state.withLock({ $0.keys[keyPath] }) { return existing }
+        guard type(of: object).dependentKeyPaths[keyPath] != nil,
+            let maker = keyPath as? any DependentKeyMaking
+        else { return nil }
+        return state.withLock { state in
+            if let existing = state.keys[keyPath] { return existing }
+            state.counter += 1
+            let name = "swift-dependent:\(String(reflecting: Root.self)).#\(state.counter)"
+            let dependent = maker.makeDependentKey(key: Engine.intern(name))
+            state.keys[keyPath] = dependent
+            return dependent
+        }
+    }
+
+    /// The dependent keys computed from `key` on `object`'s class.
+    static func dependents<Root: KeyValueObservable>(
+        of key: EngineKey, on object: Root
+    ) -> [DependentKey] {
+        let classKey = ClassKey(type: ObjectIdentifier(type(of: object)), key: key)
+        if let cached = state.withLock({ $0.dependents[classKey] }) { return cached }
+        var found: [DependentKey] = []
+        for (dependent, sources) in type(of: object).dependentKeyPaths {
+            let matches = sources.contains { source in
+                let links = KeyPathRegistry.links(of: source, on: object)
+                return links.count == 1 && links[0].property.key == key
+            }
+            if matches, let dependentKey = dependentKey(for: dependent, on: object) {
+                found.append(dependentKey)
+            }
+        }
+        found.sort { $0.key < $1.key }
+        return state.withLock { state in
+            if let cached = state.dependents[classKey] { return cached }
+            state.dependents[classKey] = found
+            return found
+        }
+    }
+
+    static func hasDependents<Root: KeyValueObservable>(of key: EngineKey, on object: Root) -> Bool {
+        !dependents(of: key, on: object).isEmpty
+    }
+
+    /// Announces prior notifications of the keys computed from `key`;
+    /// `nil` when there are none.
+    @usableFromInline
+    static func willChange<Root: KeyValueObservable>(
+        of key: EngineKey, on object: Root
+    ) -> DependentChanges? {
+        let dependents = dependents(of: key, on: object)
+        guard !dependents.isEmpty else { return nil }
+        let changes = DependentChanges(object: object)
+        for dependent in dependents {
+            let (observed, old) = dependent.willChange(object)
+            changes.entries.append((dependent, observed, old))
+        }
+        return changes
+    }
+
+    /// Announces the changes of the keys computed from the source that changed.
+    @usableFromInline
+    static func didChange(_ changes: DependentChanges) {
+        for entry in changes.entries {
+            entry.key.didChange(changes.object, observed: entry.observed, old: entry.old)
+        }
+    }
+}

@@ -1,0 +1,529 @@
+//
+// Engine.swift — the one place where SwiftKVO calls into CKVOCore.
+//
+// Everything that touches a `ckvo_*` function, a status code, an unsafe
+// pointer handed to or received from C lives here (like swift-system's
+// Syscalls.swift). The rest of the Swift layer talks to `Engine`, receives
+// `EngineChange` views and registers `EngineObservation` boxes.
+//
+// Lifetime protocol for a registration:
+//   - `Engine.observe` passes `Unmanaged.passRetained(box)` as the C context:
+//     the engine owns one strong reference to the box from then on.
+//   - the C `release` callback (`releaseTrampoline`) balances it exactly once,
+//     after the observation was removed and a grace period passed in which no
+//     dispatch can still be using the box;
+//   - if `ckvo_observe` fails, the engine never calls `release`, so
+//     `Engine.observe` balances the reference itself.
+// Because the engine keeps the box alive for as long as any dispatch can
+// reach it, the dispatch trampoline borrows the box at +0
+// (`_withUnsafeGuaranteedRef`): no retain/release of a shared object per
+// delivery (notes/peers.md, lesson 2).
+
+import CKVOCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// See `Engine.fastHub`. Statically initialized (no lazy-init check).
+@usableFromInline
+nonisolated(unsafe) var _engineHubCache: OpaquePointer? = nil
+
+/// An interned key of the engine (`ckvo_key_t`); 0 is never valid.
+@usableFromInline
+typealias EngineKey = UInt32
+
+/// The probe of an engine key (`const ckvo_probe_t *`): its observation
+/// counters, read with one relaxed load. Lives as long as the hub (the
+/// process), so it is cached freely.
+@usableFromInline
+struct EngineProbe: @unchecked Sendable {  // immutable pointer into the immortal hub
+    @usableFromInline
+    let raw: UnsafePointer<ckvo_probe_t>
+
+    init(raw: UnsafePointer<ckvo_probe_t>) { self.raw = raw }
+}
+
+/// An observation token of the engine (`ckvo_token_t`); 0 is never valid.
+@usableFromInline
+typealias EngineToken = UInt64
+
+/// The calls into CKVOCore. Internal; see the file comment.
+@usableFromInline
+enum Engine {
+    /// The one process-wide hub every Swift observation lives in.
+    @usableFromInline
+    nonisolated(unsafe) static let hub: OpaquePointer = {
+        guard let hub = ckvo_hub_default() else {
+            fatalError("SwiftKVO: ckvo_hub_default() failed (out of memory)")
+        }
+        _engineHubCache = hub
+        return hub
+    }()
+
+    /// The hub without the lazy-initialization check of `hub` (a `swift_once`
+    /// per access): the statically initialized cache, published inside that
+    /// one-time initialization. Every key is interned through `hub`, so any
+    /// thread holding a resolved key has seen the cache written; a thread that
+    /// has not sees `nil` and takes `hub`.
+    @inlinable
+    static var fastHub: OpaquePointer { _engineHubCache ?? hub }
+
+    // MARK: Statuses
+
+    /// The C status values, so that `KVOError` can name them without importing C.
+    enum Status {
+        static let invalidArgument = CKVO_EINVAL.rawValue
+        static let notFound = CKVO_ENOENT.rawValue
+        static let alreadyObserving = CKVO_EEXIST.rawValue
+        static let outOfMemory = CKVO_ENOMEM.rawValue
+        static let wouldDeadlock = CKVO_EDEADLK.rawValue
+        static let nestingLimit = CKVO_ELOOP.rawValue
+    }
+
+    /// The engine's message for a status (`ckvo_strerror`).
+    static func message(for status: Int32) -> String {
+        String(cString: ckvo_strerror(status))
+    }
+
+    /// `nil` for `CKVO_OK`, the matching error otherwise.
+    @usableFromInline @inline(__always)
+    static func error(_ status: ckvo_status_t) -> KVOError? {
+        status == CKVO_OK ? nil : KVOError(rawValue: status.rawValue)
+    }
+
+    /// The engine library's version string, e.g. "0.1.0".
+    static var versionString: String { String(cString: ckvo_version_string()) }
+
+    // MARK: Keys
+
+    /// Interns `name` without a getter (initial values are read by the Swift
+    /// trampoline). Returns 0 on failure.
+    static func intern(_ name: String) -> EngineKey {
+        ckvo_key_intern(hub, name, nil)
+    }
+
+    /// The name a key was interned from.
+    static func name(of key: EngineKey) -> String? {
+        ckvo_key_name(hub, key).map { String(cString: $0) }
+    }
+
+    // MARK: Object identity
+
+    /// An object's identity in the engine: its address.
+    @inlinable @inline(__always)
+    static func address(_ object: AnyObject) -> UnsafeRawPointer {
+        UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque())
+    }
+
+    @inlinable @inline(__always)
+    static func address(of object: AnyObject) -> UInt {
+        UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
+    }
+
+    // MARK: Registration
+
+    /// Registers `box` for `key` of `object` (`nil`: every object). On
+    /// success the engine owns a reference to `box` and `box.token` is set
+    /// (already before an initial callback runs).
+    static func observe(
+        object: UnsafeRawPointer?, key: EngineKey, options: ObservingOptions,
+        owner: UnsafeRawPointer?, box: EngineObservation
+    ) -> KVOError? {
+        let context = Unmanaged.passRetained(box).toOpaque()
+        box.beginRegistration()
+        let status = ckvo_observe(
+            hub, object, key, ckvo_options_t(options.rawValue), owner,
+            dispatchTrampoline, context, releaseTrampoline, box.tokenSlot)
+        box.endRegistration(succeeded: status == CKVO_OK)
+        if status != CKVO_OK {
+            // The engine never calls `release` after a failed observe.
+            Unmanaged<EngineObservation>.fromOpaque(context).release()
+        }
+        return error(status)
+    }
+
+    @discardableResult
+    static func unobserve(_ token: EngineToken) -> KVOError? {
+        token == 0 ? .notFound : error(ckvo_unobserve(hub, token))
+    }
+
+    @discardableResult
+    static func unobserveAndWait(_ token: EngineToken) -> KVOError? {
+        token == 0 ? .notFound : error(ckvo_unobserve_sync(hub, token))
+    }
+
+    /// Non-blocking removal, for the dispatch path (a callback that found its observer dead).
+    @usableFromInline
+    @discardableResult
+    static func unobserveDeferred(_ token: EngineToken) -> KVOError? {
+        token == 0 ? .notFound : error(ckvo_unobserve_deferred(hub, token))
+    }
+
+    @discardableResult
+    static func unobserveObject(address: UInt) -> KVOError? {
+        guard let pointer = UnsafeRawPointer(bitPattern: address) else { return .invalidArgument }
+        return error(ckvo_unobserve_object(hub, pointer))
+    }
+
+    @discardableResult
+    static func unobserveOwner(address: UInt) -> KVOError? {
+        guard let pointer = UnsafeRawPointer(bitPattern: address) else { return .invalidArgument }
+        return error(ckvo_unobserve_owner(hub, pointer))
+    }
+
+    /// Waits until every removed observation has been released (tests, shutdown).
+    @discardableResult
+    static func flush() -> KVOError? { error(ckvo_hub_flush(hub)) }
+
+    /// Live observations and pending releases of the hub (tests, monitoring).
+    static func stats() -> (observations: Int, keys: Int, pendingReleases: Int) {
+        var stats = ckvo_hub_stats_t()
+        _ = ckvo_hub_stats(hub, &stats)
+        return (Int(stats.observations), Int(stats.keys), Int(stats.pending_releases))
+    }
+
+    // MARK: Dispatch
+
+    /// The probe of `key` (its observation counters, living as long as the
+    /// hub), for setters that check for observers inline. For an invalid key
+    /// (0: a failed intern), a probe that always reads zero: such a key can
+    /// have no observers.
+    static func probe(of key: EngineKey) -> EngineProbe {
+        ckvo_key_probe(hub, key).map(EngineProbe.init(raw:)) ?? unobservedProbe
+    }
+
+    /// Zero counters, never written.
+    private static let unobservedProbe: EngineProbe = {
+        let counters = UnsafeMutablePointer<ckvo_probe_t>.allocate(capacity: 1)
+        counters.initialize(to: ckvo_probe_t())
+        return EngineProbe(raw: UnsafePointer(counters))
+    }()
+
+    /// Whether a change of the probe's key, on any object, may reach an
+    /// observer (may answer true spuriously, never false while an observation
+    /// of the key exists). One relaxed load, no call.
+    @inlinable @inline(__always)
+    static func hasObservers(_ probe: EngineProbe) -> Bool {
+        ckvo_probe_has_observers(probe.raw)
+    }
+
+    /// Whether the probe's key may have observers that want prior
+    /// notifications: `ckvo_will_change` — a whole dispatch — is skipped when
+    /// not. Never false while a `.prior` observation of the key exists.
+    @inlinable @inline(__always)
+    static func hasPriorObservers(_ probe: EngineProbe) -> Bool {
+        ckvo_probe_has_prior_observers(probe.raw)
+    }
+
+    /// Whether a change of `key` on `object` may reach an observer (may answer
+    /// true spuriously, never false while an observation exists).
+    @inlinable @inline(__always)
+    static func hasObservers(_ object: UnsafeRawPointer?, _ key: EngineKey) -> Bool {
+        ckvo_has_observers(fastHub, object, key)
+    }
+
+    /// Announces a change (prior when `prior`, otherwise did-change) with
+    /// borrowed pointers to local values. No heap allocation for a setting.
+    /// Returns the engine's error (`nestingLimit` for runaway re-entrancy).
+    @inlinable
+    @discardableResult
+    static func announce<Value>(
+        prior: Bool, object: UnsafeRawPointer?, key: EngineKey, kind: ChangeKind,
+        old: Value?, new: Value?, indexes: [Int]
+    ) -> KVOError? {
+        withOptionalPointer(to: old) { oldPointer in
+            withOptionalPointer(to: new) { newPointer in
+                announceRaw(
+                    prior: prior, object: object, key: key, kind: kind,
+                    old: oldPointer, new: newPointer, indexes: indexes)
+            }
+        }
+    }
+
+    /// A setting change with both values present: the setter fast path.
+    @inlinable
+    @discardableResult
+    static func announceSetting<Value>(
+        prior: Bool, object: UnsafeRawPointer, key: EngineKey, old: Value, new: Value?
+    ) -> KVOError? {
+        withUnsafePointer(to: old) { oldPointer in
+            if let new {
+                return withUnsafePointer(to: new) { newPointer in
+                    announceRaw(
+                        prior: prior, object: object, key: key, kind: .setting,
+                        old: UnsafeRawPointer(oldPointer), new: UnsafeRawPointer(newPointer),
+                        indexes: [])
+                }
+            }
+            return announceRaw(
+                prior: prior, object: object, key: key, kind: .setting,
+                old: UnsafeRawPointer(oldPointer), new: nil, indexes: [])
+        }
+    }
+
+    @inlinable @inline(__always)
+    static func withOptionalPointer<Value, Result>(
+        to value: Value?, _ body: (UnsafeRawPointer?) -> Result
+    ) -> Result {
+        if let value {
+            return withUnsafePointer(to: value) { body(UnsafeRawPointer($0)) }
+        }
+        return body(nil)
+    }
+
+    @inlinable
+    static func announceRaw(
+        prior: Bool, object: UnsafeRawPointer?, key: EngineKey, kind: ChangeKind,
+        old: UnsafeRawPointer?, new: UnsafeRawPointer?, indexes: [Int]
+    ) -> KVOError? {
+        let cKind = ckvo_kind_t(UInt32(kind.rawValue))
+        if indexes.isEmpty {
+            var change = ckvo_change_t(
+                object: object, old_value: old, new_value: new, indexes: nil, index_count: 0,
+                key: key, kind: cKind, is_prior: false, is_initial: false)
+            let hub = fastHub
+            return error(prior ? ckvo_will_change(hub, &change) : ckvo_did_change(hub, &change))
+        }
+        let hub = fastHub
+        return indexes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: size_t.self) { sizes in
+                var change = ckvo_change_t(
+                    object: object, old_value: old, new_value: new, indexes: sizes.baseAddress,
+                    index_count: sizes.count, key: key, kind: cKind, is_prior: false,
+                    is_initial: false)
+                return error(prior ? ckvo_will_change(hub, &change) : ckvo_did_change(hub, &change))
+            }
+        }
+    }
+}
+
+// MARK: - Delivered changes
+
+/// A borrowed view of the `ckvo_change_t` the engine delivers; valid only
+/// during the callback. Typed reads are done by the observation that knows
+/// the value type (the convention between announcer and observer).
+@usableFromInline
+struct EngineChange {
+    @usableFromInline
+    let raw: UnsafePointer<ckvo_change_t>
+
+    @inlinable @inline(__always)
+    init(_ raw: UnsafePointer<ckvo_change_t>) { self.raw = raw }
+
+    @inlinable
+    var kind: ChangeKind {
+        ChangeKind(rawValue: Int(raw.pointee.kind.rawValue)) ?? .setting
+    }
+
+    @inlinable
+    var isPrior: Bool { raw.pointee.is_prior }
+
+    @inlinable
+    var isInitial: Bool { raw.pointee.is_initial }
+
+    @inlinable
+    var key: EngineKey { raw.pointee.key }
+
+    /// The address of the changed object (`nil` for a keyed broadcast).
+    @inlinable
+    var objectAddress: UnsafeRawPointer? { raw.pointee.object }
+
+    @inlinable
+    var hasOldValue: Bool { raw.pointee.old_value != nil }
+
+    @inlinable
+    var hasNewValue: Bool { raw.pointee.new_value != nil }
+
+    /// Copies the old value, typed as the announcer's `Value`.
+    @inlinable
+    func oldValue<Value>(as _: Value.Type) -> Value? {
+        guard let pointer = raw.pointee.old_value else { return nil }
+        return pointer.assumingMemoryBound(to: Value.self).pointee
+    }
+
+    /// Copies the new value, typed as the announcer's `Value`.
+    @inlinable
+    func newValue<Value>(as _: Value.Type) -> Value? {
+        guard let pointer = raw.pointee.new_value else { return nil }
+        return pointer.assumingMemoryBound(to: Value.self).pointee
+    }
+
+    /// Copies the old value of a key-path chain's leaf: typed `Value`, or —
+    /// for an optional chain (`\.account?.name`, `Value == Leaf?`) — the
+    /// leaf's `Leaf` value wrapped in `Optional`.
+    func oldValue<Value>(as _: Value.Type, wrappingLeaf: Bool) -> Value? {
+        guard let pointer = raw.pointee.old_value else { return nil }
+        return Self.read(pointer, as: Value.self, wrappingLeaf: wrappingLeaf)
+    }
+
+    /// The new-value counterpart of ``oldValue(as:wrappingLeaf:)``.
+    func newValue<Value>(as _: Value.Type, wrappingLeaf: Bool) -> Value? {
+        guard let pointer = raw.pointee.new_value else { return nil }
+        return Self.read(pointer, as: Value.self, wrappingLeaf: wrappingLeaf)
+    }
+
+    private static func read<Value>(
+        _ pointer: UnsafeRawPointer, as _: Value.Type, wrappingLeaf: Bool
+    ) -> Value {
+        if wrappingLeaf, let optional = Value.self as? any OptionalValue.Type {
+            return optional.wrapping(pointer) as! Value
+        }
+        return pointer.assumingMemoryBound(to: Value.self).pointee
+    }
+
+    /// The indexes of a collection change; `nil` for a setting (no array is
+    /// built). Allocates for a collection change.
+    @inlinable
+    var indexes: [Int]? {
+        let count = raw.pointee.index_count
+        guard count > 0, let base = raw.pointee.indexes else { return nil }
+        return (0..<count).map { Int(base[$0]) }
+    }
+
+    /// Calls `body` with the changed object borrowed at +0. The announcer
+    /// holds the object for the whole dispatch, so the borrow is safe.
+    @inlinable @inline(__always)
+    func withObject<Object: AnyObject, Result>(
+        as _: Object.Type, _ body: (Object) -> Result
+    ) -> Result? {
+        guard let address = raw.pointee.object else { return nil }
+        return Unmanaged<Object>.fromOpaque(address)._withUnsafeGuaranteedRef(body)
+    }
+}
+
+/// `Optional`, opened: its wrapped type, and how to wrap a borrowed wrapped value.
+protocol OptionalValue {
+    static var wrappedType: Any.Type { get }
+    static func wrapping(_ pointer: UnsafeRawPointer) -> Self
+}
+
+extension Optional: OptionalValue {
+    static var wrappedType: Any.Type { Wrapped.self }
+    static func wrapping(_ pointer: UnsafeRawPointer) -> Optional {
+        .some(pointer.assumingMemoryBound(to: Wrapped.self).pointee)
+    }
+}
+
+// MARK: - Registration boxes
+
+/// What the engine holds for one Swift observation: the delivery closure
+/// (specialized where the observation was created) and its engine token.
+///
+/// The token: `ckvo_observe` writes it through `tokenSlot` (a plain store,
+/// after the observation may already be visible to dispatches on other
+/// threads, and before an initial callback on the registering thread). So the
+/// slot is read only by the registering thread while `ckvo_observe` runs
+/// (`registeringThread`); every other reader sees the atomic `published`
+/// copy, stored when `ckvo_observe` returned (0 until then).
+@usableFromInline
+final class EngineObservation: @unchecked Sendable {
+    /// `deliver(change, self)`: called on the announcing thread, at +0.
+    @usableFromInline
+    let deliver: (EngineChange, EngineObservation) -> Void
+
+    /// Where `ckvo_observe` writes the token.
+    let tokenSlot: UnsafeMutablePointer<EngineToken>
+    /// The token once `ckvo_observe` returned successfully.
+    private let published = Atomic<UInt64>(0)
+    /// The thread inside `ckvo_observe` for this box, or 0.
+    private let registeringThread = Atomic<UInt>(0)
+
+    /// Called once when the engine releases the box (after a grace period),
+    /// e.g. to finish an async stream. Set before registration.
+    var onRelease: (@Sendable () -> Void)?
+
+    @usableFromInline
+    init(deliver: @escaping (EngineChange, EngineObservation) -> Void) {
+        self.deliver = deliver
+        self.tokenSlot = .allocate(capacity: 1)
+        self.tokenSlot.initialize(to: 0)
+    }
+
+    deinit {
+        onRelease?()
+        tokenSlot.deallocate()
+    }
+
+    func beginRegistration() {
+        registeringThread.store(currentThreadID(), ordering: .relaxed)
+    }
+
+    func endRegistration(succeeded: Bool) {
+        if succeeded { published.store(tokenSlot.pointee, ordering: .releasing) }
+        registeringThread.store(0, ordering: .relaxed)
+    }
+
+    /// The engine token: 0 while another thread is still registering the box
+    /// (or after a failed registration).
+    @usableFromInline
+    var token: EngineToken {
+        let token = published.load(ordering: .acquiring)
+        if token != 0 { return token }
+        if registeringThread.load(ordering: .relaxed) == currentThreadID() {
+            return tokenSlot.pointee  // inside ckvo_observe on this thread (initial callback)
+        }
+        return 0
+    }
+}
+
+/// The one C callback for every Swift observation: borrows the box at +0
+/// (the engine keeps it alive until after a grace period) and calls its
+/// delivery closure, held in a `let`.
+private let dispatchTrampoline: ckvo_callback_t = { change, context in
+    guard let change, let context else { return }
+    Unmanaged<EngineObservation>.fromOpaque(context)._withUnsafeGuaranteedRef { box in
+        box.deliver(EngineChange(change), box)
+    }
+}
+
+/// Balances the reference `Engine.observe` passed as context, exactly once.
+private let releaseTrampoline: ckvo_release_t = { context in
+    guard let context else { return }
+    Unmanaged<EngineObservation>.fromOpaque(context).release()
+}
+
+// MARK: - Threads
+
+/// A small thread-local slot (pthread key) holding one object per thread.
+final class ThreadLocal<Value: AnyObject>: @unchecked Sendable {
+    private var key = pthread_key_t()
+
+    init() {
+        pthread_key_create(&key) { pointer in
+            guard let pointer else { return }
+            Unmanaged<AnyObject>.fromOpaque(pointer).release()
+        }
+    }
+
+    /// This thread's value, created on first use.
+    func value(_ make: () -> Value) -> Value {
+        if let pointer = pthread_getspecific(key) {
+            return Unmanaged<AnyObject>.fromOpaque(pointer).takeUnretainedValue() as! Value
+        }
+        let value = make()
+        pthread_setspecific(key, Unmanaged<AnyObject>.passRetained(value as AnyObject).toOpaque())
+        return value
+    }
+
+    /// This thread's value if it has one.
+    var currentValue: Value? {
+        pthread_getspecific(key).map {
+            Unmanaged<AnyObject>.fromOpaque($0).takeUnretainedValue() as! Value
+        }
+    }
+}
+
+/// An identifier of the calling thread.
+func currentThreadID() -> UInt {
+    #if canImport(Darwin)
+    return UInt(bitPattern: pthread_self())
+    #else
+    return UInt(pthread_self())
+    #endif
+}

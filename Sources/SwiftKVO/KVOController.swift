@@ -1,0 +1,428 @@
+/// Observes ``KeyValueObservable`` objects on behalf of an observer, for the
+/// observer's lifetime — Facebook's KVOController for Swift.
+///
+/// ```swift
+/// final class AccountViewModel {
+///     lazy var kvo = KVOController(observer: self)
+///     func bind(_ account: Account) {
+///         kvo.observe(account, \.name, options: [.initial, .new]) { viewModel, account, change in
+///             viewModel.render(name: change.newValue!)
+///         }
+///         kvo.observe(account, \.balance, options: .new, action: AccountViewModel.balanceDidChange)
+///     }
+///     func balanceDidChange(_ change: ObservedChange<Double>) { … }
+/// }
+/// ```
+///
+/// - The observer is held weakly. Once it is gone its blocks are never called
+///   again; a notification that finds it gone skips it and removes the
+///   observation (deferred, without taking any lock on the notification path).
+/// - Everything the controller registered is removed when it deinitializes
+///   (typically with its observer).
+/// - With `retainsObserved: true` (the default) the controller keeps observed
+///   objects alive until they are unobserved; observing the observer itself
+///   then creates a reference cycle (as in KVOController) — use
+///   `retainsObserved: false` for that. With `retainsObserved: false` observed
+///   objects are held weakly, and an observed object's death removes its
+///   observations.
+/// - Observing the same key path of the same object twice is a no-op that
+///   returns ``KVOError/alreadyObserving``; observing `nil` is a no-op.
+///
+/// ## Callbacks and isolation
+/// Blocks and nonisolated actions run synchronously on the thread that made
+/// the change (during `observe` for `.initial`), with no lock held. Blocks must
+/// be `@Sendable` and nonisolated, so a block that touches an actor-isolated
+/// observer (a `@MainActor` view model) is rejected at compile time rather
+/// than called off its actor: hop explicitly inside the block
+/// (`Task { @MainActor in … }`) or consume
+/// ``KeyValueObservable/values(for:bufferingPolicy:)`` on the actor.
+/// Target-actions naming a `@MainActor` method are delivered by hopping: on
+/// the main actor, asynchronously, in order.
+///
+/// ## Thread safety
+/// Every method may be called from any thread, including from inside a block.
+public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
+    /// The observer passed to blocks and actions; `nil` once it deinitialized.
+    public private(set) weak var observer: Observer?
+
+    /// Whether observed objects are retained until unobserved.
+    public let retainsObserved: Bool
+
+    final class Entry {
+        let box: EngineObservation?
+        let thread: UInt
+        var registering = true
+        var cancelled = false
+        /// For a key-path chain: the chain's token.
+        var chain: ObservationToken?
+
+        init(box: EngineObservation?, thread: UInt) {
+            self.box = box
+            self.thread = thread
+        }
+    }
+
+    final class ObjectRecord {
+        var strongObject: AnyObject?
+        weak var weakObject: AnyObject?
+        var entries: [ObjectIdentifier: Entry] = [:]
+
+        init(object: AnyObject, retains: Bool) {
+            if retains { strongObject = object } else { weakObject = object }
+        }
+
+        var object: AnyObject? { strongObject ?? weakObject }
+    }
+
+    private let records = LockedState<[UInt: ObjectRecord]>([:])
+
+    /// Creates a controller for `observer`.
+    ///
+    /// - Parameters:
+    ///   - observer: Passed to every block and action; held weakly.
+    ///   - retainsObserved: Whether observed objects are retained until
+    ///     unobserved (default `true`, like `KVOController`'s `FBKVOController`
+    ///     default); with `false` they are held weakly.
+    public init(observer: Observer, retainsObserved: Bool = true) {
+        self.observer = observer
+        self.retainsObserved = retainsObserved
+    }
+
+    deinit {
+        let address = Engine.address(of: self)
+        let any = records.withLock { !$0.isEmpty }
+        if any { Engine.unobserveOwner(address: address) }
+    }
+
+    // MARK: Observing
+
+    /// Observes `keyPath` of `object`, calling `block(observer, object, change)`
+    /// on every change.
+    ///
+    /// - Parameters:
+    ///   - object: The observed object; `nil` is a no-op (returns ``KVOError/invalidArgument``).
+    ///   - keyPath: An observable key path (see ``KeyValueObservable/observe(_:options:changeHandler:)``).
+    ///   - options: What changes carry; `.initial` calls the block during this call.
+    ///   - block: Called synchronously on the changing thread while the observer lives.
+    /// - Returns: `nil` on success; ``KVOError/alreadyObserving`` if this
+    ///   controller already observes `keyPath` of `object` (nothing changes);
+    ///   ``KVOError/unsupportedKeyPath`` for a key path that cannot be observed.
+    @inlinable
+    @discardableResult
+    public func observe<Object: KeyValueObservable, Value>(
+        _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
+        block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
+    ) -> KVOError? {
+        guard let object else { return .invalidArgument }
+        let resolved = KeyPathRegistry.resolve(keyPath, on: object)
+        guard resolved.kind == .property || resolved.kind == .dependent else {
+            return resolved.kind == .chain
+                ? observeChain(object, keyPath, resolved: resolved, options: options, block: block)
+                : .unsupportedKeyPath
+        }
+        let box = Deliveries.controller(
+            observer: observer, keyPath: keyPath, resolved: resolved, options: options, block: block)
+        return register(object, resolved: resolved, options: options, box: box)
+    }
+
+    /// Observes `keyPath` of `object`, calling `action(observer)(change)` — an
+    /// unbound method reference such as `ViewModel.balanceDidChange` — on every change.
+    @inlinable
+    @discardableResult
+    public func observe<Object: KeyValueObservable, Value>(
+        _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
+        action: @escaping @Sendable (Observer) -> (ObservedChange<Value>) -> Void
+    ) -> KVOError? {
+        observe(object, keyPath, options: options) { observer, _, change in
+            action(observer)(change)
+        }
+    }
+
+    /// Observes `keyPath` of `object`, calling `action(observer)()` — an
+    /// unbound method reference without arguments — on every change.
+    @inlinable
+    @discardableResult
+    public func observe<Object: KeyValueObservable, Value>(
+        _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
+        action: @escaping @Sendable (Observer) -> () -> Void
+    ) -> KVOError? {
+        observe(object, keyPath, options: options) { observer, _, _ in
+            action(observer)()
+        }
+    }
+
+    /// Observes `keyPath` of `object`, calling the main-actor-isolated method
+    /// `action` (e.g. `ViewModel.balanceDidChange` of a `@MainActor` view
+    /// model) **on the main actor**: each change is delivered asynchronously,
+    /// in order, with the values captured when the change happened.
+    ///
+    /// Swift accepts an unbound reference to an actor-isolated method where a
+    /// nonisolated function is expected (and would then call it off its actor),
+    /// so this overload, chosen for `@MainActor` methods, hops instead. Methods
+    /// isolated to other global actors are not detected: use a block and hop
+    /// explicitly.
+    @discardableResult
+    public func observe<Object: KeyValueObservable, Value>(
+        _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
+        action: @escaping @Sendable (Observer) -> @MainActor (ObservedChange<Value>) -> Void
+    ) -> KVOError? {
+        observe(object, keyPath, options: options) { observer, _, change in
+            let transfer = MainActorTransfer(observer: observer, change: change)
+            Task { @MainActor in action(transfer.observer)(transfer.change) }
+        }
+    }
+
+    /// Observes `keyPath` of `object`, calling the main-actor-isolated method
+    /// `action` (no arguments) **on the main actor**, asynchronously and in
+    /// order, like the `@MainActor` action overload with a change argument.
+    @discardableResult
+    public func observe<Object: KeyValueObservable, Value>(
+        _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
+        action: @escaping @Sendable (Observer) -> @MainActor () -> Void
+    ) -> KVOError? {
+        observe(object, keyPath, options: options) { observer, _, change in
+            let transfer = MainActorTransfer(observer: observer, change: change)
+            Task { @MainActor in action(transfer.observer)() }
+        }
+    }
+
+    /// Observes several key paths of `object` with one block; each change's
+    /// ``ObservedChange/keyPath`` tells which one fired, and its values are the
+    /// property's values as `Any`.
+    ///
+    /// - Returns: The first error of the individual registrations, if any
+    ///   (the others are still made).
+    @discardableResult
+    public func observe<Object: KeyValueObservable>(
+        _ object: Object?, keyPaths: [PartialKeyPath<Object>], options: ObservingOptions = [],
+        block: @escaping @Sendable (Observer, Object, ObservedChange<Any>) -> Void
+    ) -> KVOError? {
+        guard let object else { return .invalidArgument }
+        var firstError: KVOError?
+        for keyPath in keyPaths {
+            let error: KVOError?
+            if let opener = keyPath as? any ControllerKeyPathOpening {
+                error = opener.register(in: self, object: object, options: options, block: block)
+            } else {
+                error = .unsupportedKeyPath
+            }
+            if firstError == nil { firstError = error }
+        }
+        return firstError
+    }
+
+    // MARK: Unobserving
+
+    /// Stops observing `keyPath` of `object`. A no-op for anything not observed.
+    /// After it returns no notification that starts later calls the block.
+    /// Works from inside the block, including an `.initial` one.
+    public func unobserve<Object: KeyValueObservable, Value>(
+        _ object: Object?, _ keyPath: KeyPath<Object, Value>
+    ) {
+        guard let object else { return }
+        let resolved = KeyPathRegistry.resolve(keyPath, on: object)
+        let address = Engine.address(of: object)
+        var released: [ObjectRecord] = []
+        let entry: Entry? = records.withLock { records in
+            guard let record = records[address], record.object === object,
+                let entry = record.entries.removeValue(forKey: ObjectIdentifier(resolved.keyPath))
+            else { return nil }
+            if record.entries.isEmpty {
+                records[address] = nil
+                released.append(record)
+            }
+            return entry
+        }
+        if let entry { finish(entry) }
+        released.removeAll()
+    }
+
+    /// Stops observing every key path of `object`; the others stay observed.
+    public func unobserve(_ object: AnyObject?) {
+        guard let object else { return }
+        let address = Engine.address(of: object)
+        let record: ObjectRecord? = records.withLock { records in
+            guard let record = records[address], record.object === object else { return nil }
+            records[address] = nil
+            return record
+        }
+        guard let record else { return }
+        let entries = records.withLock { _ in Array(record.entries.values) }
+        for entry in entries { finish(entry) }
+    }
+
+    /// Stops observing everything this controller observes.
+    public func unobserveAll() {
+        let all = records.withLock { records in
+            defer { records = [:] }
+            return Array(records.values)
+        }
+        let entries = records.withLock { _ in all.flatMap { $0.entries.values } }
+        for entry in entries { finish(entry) }
+    }
+
+    /// Removes an entry taken out of the table (outside the lock).
+    private func finish(_ entry: Entry) {
+        let (readsToken, chain): (Bool, ObservationToken?) = records.withLock { _ in
+            if entry.registering {
+                entry.cancelled = true
+                // The registering thread (an initial callback) already has the
+                // token; another thread leaves the removal to it.
+                return (entry.thread == currentThreadID(), nil)
+            }
+            return (true, entry.chain)
+        }
+        if let chain {
+            chain.invalidate()
+        } else if readsToken, let box = entry.box {
+            Engine.unobserve(box.token)
+        }
+    }
+
+    // MARK: Internals
+
+    @usableFromInline
+    func register<Object: KeyValueObservable>(
+        _ object: Object, resolved: ResolvedKeyPath, options: ObservingOptions,
+        box: EngineObservation
+    ) -> KVOError? {
+        let address = Engine.address(of: object)
+        let keyID = ObjectIdentifier(resolved.keyPath)
+        let entry = Entry(box: box, thread: currentThreadID())
+        var released: [ObjectRecord] = []
+        let duplicate: Bool = records.withLock { records in
+            var record = records[address]
+            if let existing = record, existing.object !== object {
+                // A dead object's record (weakly held) at a reused address.
+                released.append(existing)
+                record = nil
+            }
+            let current = record ?? ObjectRecord(object: object, retains: retainsObserved)
+            if current.entries[keyID] != nil { return true }
+            current.entries[keyID] = entry
+            records[address] = current
+            return false
+        }
+        released.removeAll()
+        if duplicate { return .alreadyObserving }
+        object.kvoRegistrar.attach(object)
+        let error = Engine.observe(
+            object: Engine.address(object), key: resolved.key, options: options,
+            owner: Engine.address(self), box: box)
+        let cancelled: Bool = records.withLock { records in
+            entry.registering = false
+            if error != nil, let record = records[address], record.entries[keyID] === entry {
+                record.entries[keyID] = nil
+                if record.entries.isEmpty {
+                    records[address] = nil
+                    released.append(record)
+                }
+            }
+            return entry.cancelled
+        }
+        released.removeAll()
+        if let error { return error }
+        if cancelled { Engine.unobserve(box.token) }
+        return nil
+    }
+
+    @usableFromInline
+    func observeChain<Object: KeyValueObservable, Value>(
+        _ object: Object, _ keyPath: KeyPath<Object, Value>, resolved: ResolvedKeyPath,
+        options: ObservingOptions,
+        block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
+    ) -> KVOError? {
+        let address = Engine.address(of: object)
+        let keyID = ObjectIdentifier(resolved.keyPath)
+        let entry = Entry(box: nil, thread: currentThreadID())
+        let duplicate: Bool = records.withLock { records in
+            let current: ObjectRecord
+            if let existing = records[address], existing.object === object {
+                current = existing
+            } else {
+                current = ObjectRecord(object: object, retains: retainsObserved)
+            }
+            if current.entries[keyID] != nil { return true }
+            current.entries[keyID] = entry
+            records[address] = current
+            return false
+        }
+        if duplicate { return .alreadyObserving }
+        let token = object.observe(keyPath, options: options) { [weak self] object, change in
+            guard let observer = self?.observer else { return }
+            block(observer, object, change)
+        }
+        let cancelled: Bool = records.withLock { records in
+            entry.registering = false
+            entry.chain = token
+            if token.error != nil, let record = records[address], record.entries[keyID] === entry {
+                record.entries[keyID] = nil
+                if record.entries.isEmpty { records[address] = nil }
+            }
+            return entry.cancelled
+        }
+        if let error = token.error { return error }
+        if cancelled { token.invalidate() }
+        return nil
+    }
+}
+
+extension Deliveries {
+    /// A box calling `block(observer, object, change)` while the observer lives.
+    @inlinable
+    static func controller<Observer: AnyObject, Object: AnyObject, Value>(
+        observer: Observer?, keyPath: KeyPath<Object, Value>, resolved: ResolvedKeyPath,
+        options: ObservingOptions,
+        block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
+    ) -> EngineObservation {
+        let unmanagedKeyPath = resolved.unmanagedKeyPath
+        let readsInitialValue = options.contains(.new)
+        return EngineObservation { [weak observer] change, box in
+            guard let observer else {
+                // The observer is gone: never call it again; remove without
+                // taking the writer lock on this dispatch path.
+                Engine.unobserveDeferred(box.token)
+                return
+            }
+            change.withObject(as: Object.self) { object in
+                var newValue = change.newValue(as: Value.self)
+                if readsInitialValue, change.isInitial, case .none = newValue {
+                    newValue = object[keyPath: keyPath]
+                }
+                block(
+                    observer, object,
+                    ObservedChange(
+                        kind: change.kind, oldValue: change.oldValue(as: Value.self),
+                        newValue: newValue, indexes: change.indexes, isPrior: change.isPrior,
+                        isInitial: change.isInitial, keyPath: unmanagedKeyPath))
+            }
+        }
+    }
+}
+
+/// Opens a `PartialKeyPath` to its value type for ``KVOController/observe(_:keyPaths:options:block:)``.
+protocol ControllerKeyPathOpening {
+    func register<Observer: AnyObject, Root: KeyValueObservable>(
+        in controller: KVOController<Observer>, object: Root, options: ObservingOptions,
+        block: @escaping @Sendable (Observer, Root, ObservedChange<Any>) -> Void
+    ) -> KVOError?
+}
+
+extension KeyPath: ControllerKeyPathOpening {
+    func register<Observer: AnyObject, R: KeyValueObservable>(
+        in controller: KVOController<Observer>, object: R, options: ObservingOptions,
+        block: @escaping @Sendable (Observer, R, ObservedChange<Any>) -> Void
+    ) -> KVOError? {
+        guard let keyPath = self as? KeyPath<R, Value> else { return .unsupportedKeyPath }
+        return controller.observe(object, keyPath, options: options) { observer, object, change in
+            block(observer, object, change.map { $0 as Any })
+        }
+    }
+}
+
+/// Carries an observer and a change (values copied when the change happened)
+/// to the main actor for a main-actor-isolated action.
+struct MainActorTransfer<Observer: AnyObject, Value>: @unchecked Sendable {
+    let observer: Observer
+    let change: ObservedChange<Value>
+}

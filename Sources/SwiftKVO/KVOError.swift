@@ -1,0 +1,57 @@
+/// An error reported by SwiftKVO: a CKVOCore status, or a condition only the
+/// Swift layer can detect.
+///
+/// Like swift-system's `Errno`, each static member names the C status it
+/// mirrors, and `rawValue` is that status. Compare with `==` or use it in a
+/// `switch` / `catch` pattern:
+///
+/// ```swift
+/// do { try token.invalidateAndWait() }
+/// catch .wouldDeadlock { token.invalidate() }   // called from inside a callback
+/// ```
+public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The CKVOCore status (`ckvo_status_t`, negative), or a positive Swift-only code.
+    public let rawValue: Int32
+
+    /// Creates an error from a raw status.
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// An argument was invalid. Mirrors `CKVO_EINVAL`.
+    public static var invalidArgument: KVOError { KVOError(rawValue: Engine.Status.invalidArgument) }
+
+    /// No such observation: unknown, stale or already removed. Mirrors `CKVO_ENOENT`.
+    public static var notFound: KVOError { KVOError(rawValue: Engine.Status.notFound) }
+
+    /// The same observation is already registered. Mirrors `CKVO_EEXIST`.
+    public static var alreadyObserving: KVOError { KVOError(rawValue: Engine.Status.alreadyObserving) }
+
+    /// The engine ran out of memory. Mirrors `CKVO_ENOMEM`.
+    public static var outOfMemory: KVOError { KVOError(rawValue: Engine.Status.outOfMemory) }
+
+    /// A call that waits for running callbacks was made from inside a callback,
+    /// where it would wait for itself. Nothing was done. Mirrors `CKVO_EDEADLK`.
+    public static var wouldDeadlock: KVOError { KVOError(rawValue: Engine.Status.wouldDeadlock) }
+
+    /// Notifications nested deeper than the engine's per-thread limit (a
+    /// callback that keeps changing what it observes); the change was not
+    /// delivered. Mirrors `CKVO_ELOOP`.
+    public static var nestingLimit: KVOError { KVOError(rawValue: Engine.Status.nestingLimit) }
+
+    /// The key path does not name something SwiftKVO can observe: it must end
+    /// in an `@Observed`/`@ObservedArray` property, a declared dependent key,
+    /// or a chain of `@Observed` properties. Swift only (no C status).
+    public static var unsupportedKeyPath: KVOError { KVOError(rawValue: 1001) }
+
+    /// The engine's message for the status (`ckvo_strerror`), or the Swift-only message.
+    public var description: String {
+        switch rawValue {
+        case 1001: return "not an observable key path"
+        default: return Engine.message(for: rawValue)
+        }
+    }
+
+    /// Pattern matching in `catch` clauses: `catch KVOError.notFound`.
+    public static func ~= (pattern: KVOError, value: any Error) -> Bool {
+        (value as? KVOError) == pattern
+    }
+}

@@ -1,0 +1,223 @@
+//
+// KeyPathChain.swift — observing `document.account.name` (SPEC §2 item 13).
+//
+// A chain `\Root.a.b.leaf` is a list of links found by probing: (root, a),
+// (a-object, b), (b-object, leaf). Every link but the last is *structural*:
+// it is observed with a prior notification so the old value can be read
+// through the whole path before the intermediate is replaced; after the
+// replacement the links below it are observed again on the new
+// intermediates, and the user gets one `setting` change whose old and new
+// values are read through the whole path. The last link forwards the leaf's
+// own changes (with their kind, indexes and values).
+//
+// The root is held weakly: when it dies its own observations are removed by
+// its registrar, and a leaf callback that finds it gone removes itself
+// (deferred, lock-free) and calls nothing.
+
+import Synchronization
+
+final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation, @unchecked Sendable {
+    private struct State {
+        var active = true
+        /// The engine token of the link on the root.
+        var headToken: EngineToken = 0
+        /// Tokens of the links below the root.
+        var tailTokens: [EngineToken] = []
+        /// Old values read at prior time, per thread (a stack: nested changes).
+        var pendingOld: [(thread: UInt, old: Value?)] = []
+    }
+
+    private let keyPath: KeyPath<Root, Value>
+    private let unmanagedKeyPath: Unmanaged<AnyKeyPath>
+    private let options: ObservingOptions
+    private let handler: @Sendable (Root, ObservedChange<Value>) -> Void
+    private weak var root: Root?
+    private let state = LockedState(State())
+    /// An optional chain (`\.account?.name`): `Value` is `Leaf?`, the leaf
+    /// announces `Leaf` values, and links may end early at a nil.
+    private let isOptionalChain: Bool
+    /// The leaf property's value type.
+    private let leafType: Any.Type
+
+    private init(
+        root: Root, keyPath: KeyPath<Root, Value>, resolved: ResolvedKeyPath,
+        options: ObservingOptions, handler: @escaping @Sendable (Root, ObservedChange<Value>) -> Void
+    ) {
+        self.root = root
+        self.keyPath = keyPath
+        self.unmanagedKeyPath = resolved.unmanagedKeyPath
+        self.options = options
+        self.handler = handler
+        let links = KeyPathRegistry.links(of: keyPath, on: root)
+        if let optional = Value.self as? any OptionalValue.Type,
+            links.last?.property.valueType != Value.self
+        {
+            self.isOptionalChain = true
+            self.leafType = optional.wrappedType
+        } else {
+            self.isOptionalChain = false
+            self.leafType = Value.self
+        }
+    }
+
+    @usableFromInline
+    static func observe(
+        _ root: Root, keyPath: KeyPath<Root, Value>, resolved: ResolvedKeyPath,
+        options: ObservingOptions, handler: @escaping @Sendable (Root, ObservedChange<Value>) -> Void
+    ) -> ObservationToken {
+        let chain = KeyPathChain(
+            root: root, keyPath: keyPath, resolved: resolved, options: options, handler: handler)
+        let links = KeyPathRegistry.links(of: keyPath, on: root)
+        guard links.count >= (chain.isOptionalChain ? 1 : 2), links[0].object === root else {
+            return ObservationToken(failed: .unsupportedKeyPath)
+        }
+        root.kvoRegistrar.attach(root)
+        let head = chain.makeStructuralBox()
+        if let error = Engine.observe(
+            object: Engine.address(root), key: links[0].property.key, options: [.prior],
+            owner: nil, box: head)
+        {
+            return ObservationToken(failed: error)
+        }
+        let tail = chain.registerTail(links)
+        chain.state.withLock {
+            $0.headToken = head.token
+            $0.tailTokens = tail
+        }
+        if options.contains(.initial) {
+            let new: Value? = options.contains(.new) ? root[keyPath: keyPath] : nil
+            chain.handler(
+                root,
+                ObservedChange(
+                    kind: .setting, oldValue: nil, newValue: new, indexes: [], isPrior: false,
+                    isInitial: true, keyPath: chain.unmanagedKeyPath))
+        }
+        return ObservationToken(composite: chain)
+    }
+
+    /// Observes links 1..<n (structural ones with prior, the leaf with the user's options).
+    private func registerTail(_ links: [ProbeRecord]) -> [EngineToken] {
+        var tokens: [EngineToken] = []
+        for index in 1..<links.count {
+            let link = links[index]
+            (link.object as? any KeyValueObservable)?.kvoRegistrar.attach(link.object)
+            let isLeaf = index == links.count - 1 && link.property.valueType == leafType
+            let box = isLeaf ? makeLeafBox() : makeStructuralBox()
+            let linkOptions: ObservingOptions =
+                isLeaf ? options.subtracting(.initial) : [.prior]
+            if Engine.observe(
+                object: Engine.address(link.object), key: link.property.key,
+                options: linkOptions, owner: nil, box: box) == nil
+            {
+                tokens.append(box.token)
+            }
+        }
+        return tokens
+    }
+
+    private func makeStructuralBox() -> EngineObservation {
+        // The box holds the chain strongly (the chain holds only tokens, no
+        // cycle): it lives until the engine released every box.
+        EngineObservation { change, box in
+            self.structuralChange(change, box: box)
+        }
+    }
+
+    private func makeLeafBox() -> EngineObservation {
+        EngineObservation { change, box in
+            self.leafChange(change, box: box)
+        }
+    }
+
+    private func structuralChange(_ change: EngineChange, box: EngineObservation) {
+        guard let root else {
+            Engine.unobserveDeferred(box.token)
+            return
+        }
+        let thread = currentThreadID()
+        if change.isPrior {
+            let old: Value? =
+                options.contains(.old) || options.contains(.prior) ? root[keyPath: keyPath] : nil
+            state.withLock { $0.pendingOld.append((thread, old)) }
+            if options.contains(.prior) {
+                handler(
+                    root,
+                    ObservedChange(
+                        kind: .setting, oldValue: options.contains(.old) ? old : nil,
+                        newValue: nil, indexes: [], isPrior: true, isInitial: false,
+                        keyPath: unmanagedKeyPath))
+            }
+            return
+        }
+        let old: Value? = state.withLock { state in
+            guard let index = state.pendingOld.lastIndex(where: { $0.thread == thread }) else {
+                return nil
+            }
+            return state.pendingOld.remove(at: index).old
+        }
+        rebuildTail(root)
+        let new: Value? = options.contains(.new) ? root[keyPath: keyPath] : nil
+        handler(
+            root,
+            ObservedChange(
+                kind: .setting, oldValue: options.contains(.old) ? old : nil, newValue: new,
+                indexes: [], isPrior: false, isInitial: false, keyPath: unmanagedKeyPath))
+    }
+
+    private func leafChange(_ change: EngineChange, box: EngineObservation) {
+        guard let root else {
+            Engine.unobserveDeferred(box.token)
+            return
+        }
+        handler(
+            root,
+            ObservedChange(
+                kind: change.kind,
+                oldValue: change.oldValue(as: Value.self, wrappingLeaf: isOptionalChain),
+                newValue: change.newValue(as: Value.self, wrappingLeaf: isOptionalChain),
+                indexes: change.indexes,
+                isPrior: change.isPrior, isInitial: false, keyPath: unmanagedKeyPath))
+    }
+
+    /// Moves the observations below the root to the current intermediates.
+    private func rebuildTail(_ root: Root) {
+        let links = KeyPathRegistry.links(of: keyPath, on: root)
+        let fresh = !links.isEmpty && links[0].object === root ? registerTail(links) : []
+        let stale: [EngineToken] = state.withLock { state in
+            guard state.active else { return fresh }
+            defer { state.tailTokens = fresh }
+            return state.tailTokens
+        }
+        for token in stale { Engine.unobserve(token) }
+    }
+
+    var isActive: Bool { state.withLock { $0.active } }
+
+    private func takeTokens() -> [EngineToken] {
+        state.withLock { state in
+            guard state.active else { return [] }
+            state.active = false
+            defer {
+                state.headToken = 0
+                state.tailTokens = []
+            }
+            return [state.headToken] + state.tailTokens
+        }
+    }
+
+    func cancel() {
+        for token in takeTokens() { Engine.unobserve(token) }
+    }
+
+    func cancelAndWait() throws(KVOError) {
+        let tokens = takeTokens()
+        var failure: KVOError?
+        for token in tokens {
+            if let error = Engine.unobserveAndWait(token), error == .wouldDeadlock {
+                Engine.unobserve(token)
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+}

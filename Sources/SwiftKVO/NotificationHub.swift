@@ -1,0 +1,238 @@
+/// Named notifications: observers register a block for a name, optionally for
+/// one sender only, and posts carry a sender and a user-info payload.
+///
+/// ```swift
+/// extension NotificationHub.Name {
+///     static let accountSynced = NotificationHub.Name("accountSynced")
+/// }
+/// NotificationHub.default.addObserver(self, name: .accountSynced, object: nil) { observer, note in
+///     observer.refresh(count: note.userInfo["count"] as? Int)
+/// }
+/// NotificationHub.default.post(name: .accountSynced, object: account, userInfo: ["count": 3])
+/// ```
+///
+/// Built on the same lock-free engine as key-value observing: a name is an
+/// engine key, a sender filter is the observed object, and `object: nil`
+/// observes every sender (the engine's wildcard). A post with a sender reaches
+/// the observers of that sender and the observers of every sender; a post
+/// without a sender reaches only the latter.
+///
+/// - Observers are held weakly: once one is gone its blocks are never called
+///   again and a post that meets it removes its registration (deferred,
+///   without taking any lock on the posting path).
+/// - Blocks run synchronously on the posting thread, in registration order,
+///   with no lock held. They must be `@Sendable` and nonisolated, so
+///   actor-isolated observers are rejected at compile time (hop explicitly, or
+///   consume ``notifications(named:object:bufferingPolicy:)`` on the actor).
+/// - Removal (by observer, by name, by registration, by token) never crashes;
+///   removing twice is a no-op.
+/// - Thread-safe: every method may be called from any thread, also from a block.
+public final class NotificationHub: Sendable {
+    /// The process-wide hub.
+    public static let `default` = NotificationHub()
+
+    /// A notification name. Create names once (e.g. as static constants): the
+    /// name is interned in the engine when created.
+    public struct Name: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral {
+        /// The name's string.
+        public let rawValue: String
+        let key: EngineKey
+
+        /// Creates (and interns) a name. Registration-path cost: intern names once.
+        public init(rawValue: String) {
+            self.rawValue = rawValue
+            self.key = Engine.intern("notification:" + rawValue)
+        }
+
+        /// Creates (and interns) a name.
+        public init(_ rawValue: String) { self.init(rawValue: rawValue) }
+
+        /// Creates (and interns) a name from a literal.
+        public init(stringLiteral value: String) { self.init(rawValue: value) }
+
+        /// Names are equal when their strings are.
+        public static func == (lhs: Name, rhs: Name) -> Bool { lhs.rawValue == rhs.rawValue }
+        /// Hashes the name's string.
+        public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+    }
+
+    /// One observer registration, for ``removeObserver(_:)-(Registration)``.
+    /// Does not own the registration: discarding it changes nothing.
+    public struct Registration: Hashable, Sendable {
+        let token: EngineToken
+    }
+
+    private struct Entry {
+        let registration: Registration
+        let name: Name
+        let objectAddress: UInt
+        weak var observer: AnyObject?
+    }
+
+    private let table = LockedState<(entries: [UInt: [Entry]], purgeAt: Int)>(([:], 64))
+
+    private init() {}
+
+    // MARK: Adding observers
+
+    /// Registers `block` for notifications named `name`, from `object` only or
+    /// (with `nil`) from any sender, for as long as `observer` lives.
+    ///
+    /// - Parameters:
+    ///   - observer: Passed to `block`; held weakly. Its registrations go when it dies.
+    ///   - name: The notification name.
+    ///   - object: The sender to listen to; `nil` for every sender. Held weakly:
+    ///     once the sender is gone the registration is removed.
+    ///   - block: Called synchronously on the posting thread.
+    /// - Returns: The registration, for ``removeObserver(_:)-(Registration)``;
+    ///   discarding it keeps the registration.
+    @discardableResult
+    public func addObserver<Observer: AnyObject>(
+        _ observer: Observer, name: Name, object: AnyObject? = nil,
+        using block: @escaping @Sendable (Observer, HubNotification) -> Void
+    ) -> Registration {
+        let box = Self.makeBox(observer: observer, sender: object) { observer, note in
+            block(observer, note)
+        }
+        let registration = register(box, name: name, object: object, owner: observer)
+        let entry = Entry(
+            registration: registration, name: name,
+            objectAddress: object.map { Engine.address(of: $0) } ?? 0, observer: observer)
+        let address = Engine.address(of: observer)
+        table.withLock { table in
+            table.entries[address, default: []].append(entry)
+            if table.entries.count >= table.purgeAt {
+                // Forget entries of observers that died (their engine side is
+                // removed by the deferred path or was never reached).
+                table.entries = table.entries.filter { !$0.value.allSatisfy { $0.observer == nil } }
+                table.purgeAt = max(64, table.entries.count * 2)
+            }
+        }
+        return registration
+    }
+
+    /// Registers `block` for notifications named `name`, until the returned
+    /// token is invalidated or deinitialized.
+    ///
+    /// - Parameters:
+    ///   - name: The notification name.
+    ///   - object: The sender to listen to; `nil` for every sender.
+    ///   - block: Called synchronously on the posting thread.
+    public func addObserver(
+        forName name: Name, object: AnyObject? = nil,
+        using block: @escaping @Sendable (HubNotification) -> Void
+    ) -> ObservationToken {
+        let anchor = NotificationHub.self as AnyObject
+        let box = Self.makeBox(observer: anchor, sender: object, strongObserver: true) { _, note in
+            block(note)
+        }
+        let registration = register(box, name: name, object: object, owner: nil)
+        return registration.token == 0
+            ? ObservationToken(failed: .invalidArgument)
+            : ObservationToken(engineToken: registration.token)
+    }
+
+    // MARK: Posting
+
+    /// Posts a notification: calls the matching blocks synchronously on this
+    /// thread, in registration order. A post nobody observes costs one
+    /// lock-free check.
+    ///
+    /// - Parameters:
+    ///   - name: The notification name.
+    ///   - object: The sender; `nil` reaches only observers of every sender.
+    ///   - userInfo: A payload passed to every block.
+    public func post(name: Name, object: AnyObject? = nil, userInfo: [String: any Sendable] = [:]) {
+        let address = object.map { Engine.address($0) }
+        guard Engine.hasObservers(address, name.key) else { return }
+        let note = HubNotification(name: name, object: object, userInfo: userInfo)
+        Engine.announce(
+            prior: false, object: address, key: name.key, kind: .setting,
+            old: HubNotification?.none, new: note, indexes: [])
+    }
+
+    // MARK: Removing observers
+
+    /// Removes every registration of `observer`. A no-op if it has none.
+    public func removeObserver(_ observer: AnyObject) {
+        let address = Engine.address(of: observer)
+        let entries = table.withLock { $0.entries.removeValue(forKey: address) } ?? []
+        for entry in entries { Engine.unobserve(entry.registration.token) }
+    }
+
+    /// Removes `observer`'s registrations for `name` — from `object` only, or
+    /// (with `nil`) whatever their sender filter. A no-op if there are none.
+    public func removeObserver(_ observer: AnyObject, name: Name, object: AnyObject? = nil) {
+        let address = Engine.address(of: observer)
+        let objectAddress = object.map { Engine.address(of: $0) }
+        let removed: [Entry] = table.withLock { table in
+            guard let entries = table.entries[address] else { return [] }
+            let matches: (Entry) -> Bool = {
+                $0.name == name && (objectAddress == nil || $0.objectAddress == objectAddress)
+            }
+            let remaining = entries.filter { !matches($0) }
+            table.entries[address] = remaining.isEmpty ? nil : remaining
+            return entries.filter(matches)
+        }
+        for entry in removed { Engine.unobserve(entry.registration.token) }
+    }
+
+    /// Removes one registration. A no-op if it was already removed.
+    public func removeObserver(_ registration: Registration) {
+        Engine.unobserve(registration.token)
+        table.withLock { table in
+            for (address, entries) in table.entries
+            where entries.contains(where: { $0.registration == registration }) {
+                let remaining = entries.filter { $0.registration != registration }
+                table.entries[address] = remaining.isEmpty ? nil : remaining
+            }
+        }
+    }
+
+    // MARK: Internals
+
+    private func register(
+        _ box: EngineObservation, name: Name, object: AnyObject?, owner: AnyObject?
+    ) -> Registration {
+        if let observed = object as? any KeyValueObservable {
+            observed.kvoRegistrar.attach(observed)
+        }
+        let error = Engine.observe(
+            object: object.map { Engine.address($0) }, key: name.key, options: .new,
+            owner: owner.map { Engine.address($0) }, box: box)
+        return Registration(token: error == nil ? box.token : 0)
+    }
+
+    private static func makeBox<Observer: AnyObject>(
+        observer: Observer, sender: AnyObject?, strongObserver: Bool = false,
+        _ block: @escaping @Sendable (Observer, HubNotification) -> Void
+    ) -> EngineObservation {
+        // A sender that is KeyValueObservable removes its observations when it
+        // dies (its registrar); any other sender is checked through a weak
+        // reference so a new object at its address is never mistaken for it.
+        let checksSender = sender != nil && !(sender is any KeyValueObservable)
+        let strong: Observer? = strongObserver ? observer : nil
+        return EngineObservation { [weak observer, weak sender] change, box in
+            guard let observer = strong ?? observer, !checksSender || sender != nil else {
+                Engine.unobserveDeferred(box.token)
+                return
+            }
+            guard let note = change.newValue(as: HubNotification.self) else { return }
+            block(observer, note)
+        }
+    }
+}
+
+/// A posted notification, as observers receive it.
+///
+/// Handed to blocks on the posting thread (and through
+/// ``NotificationHub/notifications(named:object:bufferingPolicy:)`` to other
+/// tasks): `object` is the sender as posted.
+public struct HubNotification: @unchecked Sendable {
+    /// The notification's name.
+    public let name: NotificationHub.Name
+    /// The sender, or `nil`.
+    public let object: AnyObject?
+    /// The payload.
+    public let userInfo: [String: any Sendable]
+}

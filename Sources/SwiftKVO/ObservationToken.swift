@@ -1,0 +1,92 @@
+import Synchronization
+
+/// An observation made with ``KeyValueObservable/observe(_:options:changeHandler:)``
+/// (or a token-style ``NotificationHub`` registration), ended by
+/// ``invalidate()`` or when the token deinitializes — like Foundation's
+/// `NSKeyValueObservation`.
+///
+/// Thread-safe: any method may be called from any thread, any number of times.
+public final class ObservationToken: Sendable {
+    /// The engine token; 0 once invalidated (or for a failed registration).
+    private let engineToken: Atomic<UInt64>
+    /// Composite observations (key-path chains) own several engine tokens.
+    private let composite: (any CompositeObservation)?
+    private let failure: KVOError?
+
+    init(engineToken: EngineToken) {
+        self.engineToken = Atomic(engineToken)
+        self.composite = nil
+        self.failure = nil
+    }
+
+    init(composite: any CompositeObservation) {
+        self.engineToken = Atomic(0)
+        self.composite = composite
+        self.failure = nil
+    }
+
+    init(failed error: KVOError) {
+        self.engineToken = Atomic(0)
+        self.composite = nil
+        self.failure = error
+    }
+
+    /// Why the registration failed (e.g. ``KVOError/unsupportedKeyPath``); `nil`
+    /// for a token whose registration succeeded.
+    public var error: KVOError? { failure }
+
+    /// Whether the observation is still registered (neither invalidated nor failed).
+    public var isValid: Bool {
+        if let composite { return composite.isActive }
+        return engineToken.load(ordering: .acquiring) != 0
+    }
+
+    /// Ends the observation. After it returns no notification that starts
+    /// later reaches the handler, and a notification in progress on this
+    /// thread (when called from the handler) does not reach it again; one in
+    /// progress on another thread may still be inside the handler (see
+    /// ``invalidateAndWait()``). The handler and what it captures are released
+    /// later, after a grace period. Calling it again is a no-op. Never blocks.
+    public func invalidate() {
+        if let composite {
+            composite.cancel()
+            return
+        }
+        let token = engineToken.exchange(0, ordering: .acquiringAndReleasing)
+        if token != 0 { Engine.unobserve(token) }
+    }
+
+    /// Ends the observation and **blocks** until no thread can still be
+    /// running its handler (`ckvo_unobserve_sync`).
+    ///
+    /// - Throws: ``KVOError/wouldDeadlock`` when called from inside a
+    ///   notification callback (on any observation), where waiting would wait
+    ///   for itself; the observation then stays registered — call
+    ///   ``invalidate()`` instead. (A key-path chain observation is removed
+    ///   without waiting in that case, and still throws.)
+    public func invalidateAndWait() throws(KVOError) {
+        if let composite {
+            try composite.cancelAndWait()
+            return
+        }
+        let token = engineToken.exchange(0, ordering: .acquiringAndReleasing)
+        guard token != 0 else { return }
+        if let error = Engine.unobserveAndWait(token) {
+            if error == .wouldDeadlock {
+                // Nothing was removed: keep the observation registered.
+                _ = engineToken.compareExchange(
+                    expected: 0, desired: token, ordering: .acquiringAndReleasing)
+                throw error
+            }
+        }
+    }
+
+    deinit { invalidate() }
+}
+
+/// An observation made of several engine registrations.
+protocol CompositeObservation: AnyObject, Sendable {
+    var isActive: Bool { get }
+    func cancel()
+    func cancelAndWait() throws(KVOError)
+}

@@ -1,0 +1,381 @@
+/// Makes an array property of a ``KeyValueObservable`` class observable as a
+/// to-many relationship: insertions, removals and replacements are announced
+/// with their indexes.
+///
+/// ```swift
+/// final class Account: KeyValueObservable {
+///     let kvoRegistrar = KVORegistrar()
+///     @ObservedArray var transactions: [Transaction] = []
+/// }
+/// account.mutableArray(\.transactions).append(t)    // kind .insertion, indexes [n]
+/// account.transactions = []                          // kind .setting
+/// ```
+///
+/// Assigning the property (including in-place mutation such as
+/// `account.transactions.append(t)`, which Swift performs as get + set)
+/// announces a ``ChangeKind/setting`` with the whole old and new arrays.
+/// Mutations made through ``KeyValueObservable/mutableArray(_:)`` announce
+/// ``ChangeKind/insertion``, ``ChangeKind/removal`` or ``ChangeKind/replacement``
+/// with the affected indexes; their old and new values are the *affected
+/// elements* (removed/replaced elements as `oldValue`, inserted/replacing
+/// elements as `newValue`, in index order), as in Apple KVO.
+///
+/// Thread safety and cost as for ``Observed``.
+@propertyWrapper
+public struct ObservedArray<Element> {
+    @usableFromInline
+    var storage: [Element]
+
+    @usableFromInline
+    var state: UInt64
+
+    @usableFromInline
+    let site: PropertySite
+
+    /// An observable array property with automatic notification.
+    ///
+    /// The source-location parameters identify the property; leave them to
+    /// their defaults.
+    @inlinable
+    public init(
+        wrappedValue: [Element], fileID: StaticString = #fileID, line: UInt = #line,
+        column: UInt = #column
+    ) {
+        self.storage = wrappedValue
+        self.state = 0
+        self.site = PropertySite(file: fileID, line: line, column: column)
+    }
+
+    /// An observable array property; with `notifiesAutomatically: false`
+    /// assignments and ``ObservedArrayMutator`` mutations never notify.
+    @inlinable
+    public init(
+        wrappedValue: [Element], notifiesAutomatically: Bool, fileID: StaticString = #fileID,
+        line: UInt = #line, column: UInt = #column
+    ) {
+        self.storage = wrappedValue
+        self.state = notifiesAutomatically ? 0 : SetterState.manual
+        self.site = PropertySite(file: fileID, line: line, column: column)
+    }
+
+    /// Unavailable: `@ObservedArray` works only on properties of classes that conform
+    /// to ``KeyValueObservable``.
+    @available(*, unavailable, message: "@ObservedArray is only available on properties of classes conforming to KeyValueObservable")
+    public var wrappedValue: [Element] {
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") }
+    }
+
+    /// The wrapped property's accessors, with access to the enclosing object.
+    @inlinable
+    public static subscript<Object: KeyValueObservable>(
+        _enclosingInstance object: Object,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, [Element]>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Object, ObservedArray<Element>>
+    ) -> [Element] {
+        // Always inlined so the key paths fold into field accesses; see Observed.
+        @inline(__always) get {
+            if Probe.isActive {
+                let mode = Probe.currentMode
+                if mode != 0 {
+                    // Only a writer (the array mutator) asks for the storage
+                    // offset, which takes a modifying access.
+                    Probe.record(
+                        object, site: object[keyPath: storageKeyPath].site,
+                        state: object[keyPath: storageKeyPath].state, valueType: [Element].self,
+                        offset: mode == 2 ? storageOffset(object, storageKeyPath) : -1,
+                        arrayAccess: { ArrayStorageAccess<Object, Element>(offset: $0) })
+                }
+            }
+            return object[keyPath: storageKeyPath].storage
+        }
+        @inline(__always) set {
+            let state = object[keyPath: storageKeyPath].state
+            // Fast path: resolved, automatic, no dependents, nobody observing
+            // the key on any object (the key's probe: one load, no call).
+            if state & SetterState.flags == SetterState.resolved,
+                !Engine.hasObservers(SetterState.probe(state))
+            {
+                object[keyPath: storageKeyPath].storage = newValue
+                return
+            }
+            // The wrapper's offset folds to a constant; the slow path is
+            // outlined so the fast path needs no stack frame.
+            notifyingSet(object, storageOffset(object, storageKeyPath), newValue, state: state)
+        }
+    }
+
+    /// The setter's slow path: resolves the key on first use, announces the
+    /// change. Reaches the wrapper by its byte offset in `object` (which it
+    /// keeps alive), so it can be outlined without a key path.
+    @inlinable @inline(never)
+    static func notifyingSet<Object: KeyValueObservable>(
+        _ object: Object, _ offset: Int, _ newValue: [Element], state: UInt64
+    ) {
+        withExtendedLifetime(object) {
+            let wrapper = UnsafeMutableRawPointer(mutating: Engine.address(object))
+                .advanced(by: offset).assumingMemoryBound(to: ObservedArray<Element>.self)
+            var state = state
+            if state & SetterState.manual != 0 {
+                wrapper.pointee.storage = newValue
+                return
+            }
+            if state & SetterState.resolved == 0 {
+                state = KeyPathRegistry.setterState(
+                    object, site: wrapper.pointee.site, valueType: [Element].self)
+                wrapper.pointee.state = state
+            }
+            let key = SetterState.key(state)
+            let probe = SetterState.probe(state)
+            let address = Engine.address(object)
+            let dependents =
+                state & SetterState.hasDependents != 0
+                ? Dependencies.willChange(of: key, on: object) : nil
+            if Engine.hasObservers(probe) {
+                let old = wrapper.pointee.storage
+                if Engine.hasPriorObservers(probe) {
+                    Engine.announceSetting(prior: true, object: address, key: key, old: old, new: nil)
+                }
+                wrapper.pointee.storage = newValue
+                Engine.announceSetting(
+                    prior: false, object: address, key: key, old: old, new: newValue)
+            } else {
+                wrapper.pointee.storage = newValue
+            }
+            if let dependents { Dependencies.didChange(dependents) }
+        }
+    }
+}
+
+extension ObservedArray {
+    /// The byte offset of this wrapper's storage in `object` (folds to a
+    /// constant-offset field address: no key path instance is created). Takes
+    /// a modifying access: writers only (the setter's slow path, the mutator).
+    @inlinable @inline(__always)
+    static func storageOffset<Object: AnyObject>(
+        _ object: Object, _ storageKeyPath: ReferenceWritableKeyPath<Object, ObservedArray<Element>>
+    ) -> Int {
+        let base = Int(bitPattern: Engine.address(of: object))
+        return withUnsafeMutablePointer(to: &object[keyPath: storageKeyPath]) {
+            Int(bitPattern: $0) &- base
+        }
+    }
+}
+
+extension ObservedArray: Sendable where Element: Sendable {}
+
+/// Raw access to an `@ObservedArray`'s storage, type-erased over the declaring class.
+@usableFromInline
+class ArrayStorageAccessBase<Element>: @unchecked Sendable {
+    func modify(_ object: AnyObject, _ body: (inout [Element]) -> Void) { fatalError("abstract") }
+    func read(_ object: AnyObject) -> [Element] { fatalError("abstract") }
+    /// The setter state (resolving the key on first use).
+    func state(_ object: AnyObject) -> UInt64 { fatalError("abstract") }
+}
+
+@usableFromInline
+final class ArrayStorageAccess<Object: KeyValueObservable, Element>: ArrayStorageAccessBase<Element>,
+    @unchecked Sendable
+{
+    /// Byte offset of the `ObservedArray<Element>` storage in an `Object`.
+    let offset: Int
+
+    @usableFromInline
+    init(offset: Int) {
+        self.offset = offset
+    }
+
+
+    /// The wrapper inside `object` (registration and mutator paths only).
+    private func wrapper(_ object: AnyObject) -> UnsafeMutablePointer<ObservedArray<Element>> {
+        UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
+            .advanced(by: offset)
+            .assumingMemoryBound(to: ObservedArray<Element>.self)
+    }
+
+    override func modify(_ object: AnyObject, _ body: (inout [Element]) -> Void) {
+        withExtendedLifetime(object) { body(&wrapper(object).pointee.storage) }
+    }
+
+    override func read(_ object: AnyObject) -> [Element] {
+        withExtendedLifetime(object) { wrapper(object).pointee.storage }
+    }
+
+    override func state(_ object: AnyObject) -> UInt64 {
+        withExtendedLifetime(object) {
+            var state = wrapper(object).pointee.state
+            if state & (SetterState.resolved | SetterState.manual) == 0 {
+                state = KeyPathRegistry.setterState(
+                    unsafeDowncast(object, to: Object.self), site: wrapper(object).pointee.site,
+                    valueType: [Element].self)
+                wrapper(object).pointee.state = state
+            }
+            return state
+        }
+    }
+}
+
+/// Mutates an `@ObservedArray` property and announces each mutation with its
+/// kind and indexes, like Apple KVO's `mutableArrayValue(forKey:)`.
+///
+/// Get one with ``KeyValueObservable/mutableArray(_:)``. Each call notifies
+/// once: prior observers before the mutation, every observer after it,
+/// synchronously on the calling thread. Out-of-range indexes are a no-op that
+/// returns `false` / `nil` (never a crash).
+///
+/// If the key path is not an `@ObservedArray` property, the mutator falls back
+/// to assigning the whole array through the key path (a ``ChangeKind/setting``
+/// if the property is `@Observed`).
+public struct ObservedArrayMutator<Object: KeyValueObservable, Element> {
+    let object: Object
+    let keyPath: ReferenceWritableKeyPath<Object, [Element]>
+    let access: ArrayStorageAccessBase<Element>?
+
+    init(object: Object, keyPath: ReferenceWritableKeyPath<Object, [Element]>, access: ArrayStorageAccessBase<Element>?) {
+        self.object = object
+        self.keyPath = keyPath
+        self.access = access
+    }
+
+    /// The current elements.
+    public var elements: [Element] { object[keyPath: keyPath] }
+
+    /// The number of elements.
+    public var count: Int { elements.count }
+
+    /// Appends `element` (an insertion at the old end index).
+    public func append(_ element: Element) {
+        insert(contentsOf: [element], at: count)
+    }
+
+    /// Appends `elements` (one insertion of all of them).
+    public func append(contentsOf elements: [Element]) {
+        insert(contentsOf: elements, at: count)
+    }
+
+    /// Inserts `element` at `index` (`0...count`). Returns `false`, changing
+    /// nothing, for an index out of range.
+    @discardableResult
+    public func insert(_ element: Element, at index: Int) -> Bool {
+        insert(contentsOf: [element], at: index)
+    }
+
+    /// Inserts `elements` starting at `index` (`0...count`). Returns `false`,
+    /// changing nothing, for an index out of range.
+    @discardableResult
+    public func insert(contentsOf elements: [Element], at index: Int) -> Bool {
+        guard index >= 0, index <= count else { return false }
+        if elements.isEmpty { return true }
+        let indexes = Array(index..<(index + elements.count))
+        mutate(kind: .insertion, indexes: indexes, old: nil, new: elements) {
+            $0.insert(contentsOf: elements, at: index)
+        }
+        return true
+    }
+
+    /// Removes and returns the element at `index`; `nil`, changing nothing, when out of range.
+    @discardableResult
+    public func remove(at index: Int) -> Element? {
+        let current = elements
+        guard index >= 0, index < current.count else { return nil }
+        let removed = current[index]
+        mutate(kind: .removal, indexes: [index], old: [removed], new: nil) { $0.remove(at: index) }
+        return removed
+    }
+
+    /// Removes the elements at `indexes` (any order, duplicates ignored). Returns
+    /// `false`, changing nothing, if any index is out of range.
+    @discardableResult
+    public func remove(at indexes: [Int]) -> Bool {
+        let current = elements
+        let sorted = Array(Set(indexes)).sorted()
+        guard sorted.allSatisfy({ $0 >= 0 && $0 < current.count }) else { return false }
+        if sorted.isEmpty { return true }
+        let removed = sorted.map { current[$0] }
+        mutate(kind: .removal, indexes: sorted, old: removed, new: nil) { array in
+            for index in sorted.reversed() { array.remove(at: index) }
+        }
+        return true
+    }
+
+    /// Removes every element (one removal of all indexes; nothing when already empty).
+    public func removeAll() {
+        remove(at: Array(0..<count))
+    }
+
+    /// Removes and returns the last element; `nil` when empty.
+    @discardableResult
+    public func removeLast() -> Element? {
+        remove(at: count - 1)
+    }
+
+    /// Replaces the element at `index`. Returns `false`, changing nothing, when out of range.
+    @discardableResult
+    public func replace(at index: Int, with element: Element) -> Bool {
+        let current = elements
+        guard index >= 0, index < current.count else { return false }
+        mutate(kind: .replacement, indexes: [index], old: [current[index]], new: [element]) {
+            $0[index] = element
+        }
+        return true
+    }
+
+    private func mutate(
+        kind: ChangeKind, indexes: [Int], old: [Element]?, new: [Element]?,
+        _ body: (inout [Element]) -> Void
+    ) {
+        guard let access else {
+            var copy = object[keyPath: keyPath]
+            body(&copy)
+            object[keyPath: keyPath] = copy
+            return
+        }
+        let state = access.state(object)
+        if state & SetterState.manual != 0 {
+            access.modify(object, body)
+            return
+        }
+        let key = SetterState.key(state)
+        let probe = SetterState.probe(state)
+        let address = Engine.address(object)
+        let dependents =
+            state & SetterState.hasDependents != 0
+            ? Dependencies.willChange(of: key, on: object) : nil
+        if Engine.hasObservers(probe) {
+            if Engine.hasPriorObservers(probe) {
+                Engine.announce(
+                    prior: true, object: address, key: key, kind: kind, old: old, new: nil,
+                    indexes: indexes)
+            }
+            access.modify(object, body)
+            Engine.announce(
+                prior: false, object: address, key: key, kind: kind, old: old, new: new,
+                indexes: indexes)
+        } else {
+            access.modify(object, body)
+        }
+        if let dependents { Dependencies.didChange(dependents) }
+    }
+}
+
+extension KeyValueObservable {
+    /// A mutator that changes the `@ObservedArray` property at `keyPath` and
+    /// announces insertions, removals and replacements with their indexes.
+    ///
+    /// - Parameter keyPath: An `@ObservedArray` property of this object.
+    /// - Returns: A mutator bound to this object; cheap to create, use it
+    ///   immediately (`account.mutableArray(\.transactions).append(t)`).
+    public func mutableArray<Element>(
+        _ keyPath: ReferenceWritableKeyPath<Self, [Element]>
+    ) -> ObservedArrayMutator<Self, Element> {
+        let resolved = KeyPathRegistry.resolve(keyPath, on: self)
+        var access = resolved.property?.arrayAccess as? ArrayStorageAccessBase<Element>
+        if access == nil, resolved.kind == .property {
+            // First mutator of this property: learn its storage offset (a
+            // modifying access — fine here, the mutator is about to write).
+            _ = Probe.run(wantsStorage: true) { _ = self[keyPath: keyPath] }
+            access = resolved.property?.arrayAccess as? ArrayStorageAccessBase<Element>
+        }
+        return ObservedArrayMutator(object: self, keyPath: keyPath, access: access)
+    }
+}

@@ -1,0 +1,156 @@
+import Synchronization
+@testable import SwiftKVO
+
+struct Transaction: Equatable, Sendable, CustomStringConvertible {
+    var amount: Double
+    var description: String { "T(\(amount))" }
+}
+
+/// The SPEC §4 example type. `@unchecked Sendable` only so tests can capture it
+/// in `@Sendable` handlers; tests never race on its stored values.
+final class Account: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var name = ""
+    @Observed var balance = 0.0
+    @ObservedArray var transactions: [Transaction] = []
+    @Observed(notifiesAutomatically: false) var manualCount = 0
+    var plain = 0
+    let onDeinit: (@Sendable () -> Void)?
+
+    init(name: String = "", onDeinit: (@Sendable () -> Void)? = nil) {
+        self.onDeinit = onDeinit
+        self.name = name
+    }
+
+    deinit { onDeinit?() }
+
+    /// Manual notification: notify only when the value really changes.
+    func setManualCount(_ value: Int) {
+        guard value != manualCount else { return }
+        willChangeValue(for: \.manualCount)
+        manualCount = value
+        didChangeValue(for: \.manualCount)
+    }
+}
+
+class BaseAccount: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var name = ""
+}
+
+final class SavingsAccount: BaseAccount, @unchecked Sendable {
+    @Observed var rate = 0.0
+}
+
+final class Person: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var firstName = ""
+    @Observed var lastName = ""
+    var fullName: String { "\(firstName) \(lastName)" }
+
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [\Person.fullName: [\Person.firstName, \Person.lastName]]
+    }
+}
+
+final class Document: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var account: Account
+    @Observed var title = ""
+
+    init(account: Account) { self.account = account }
+}
+
+final class Library: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var document: Document
+
+    init(document: Document) { self.document = document }
+}
+
+/// A thread-safe log of values.
+final class Log<Element>: @unchecked Sendable {
+    private let lock = Mutex(())
+    private var storage: [Element] = []
+
+    func append(_ element: Element) { lock.withLock { _ in storage.append(element) } }
+    var values: [Element] { lock.withLock { _ in storage } }
+    var count: Int { lock.withLock { _ in storage.count } }
+}
+
+/// A thread-safe counter.
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    func increment() { value.add(1, ordering: .relaxed) }
+    var count: Int { value.load(ordering: .relaxed) }
+}
+
+/// Counts its deinitializations (to prove contexts are released exactly once).
+final class LifetimeProbe: Sendable {
+    let counter: Counter
+    init(_ counter: Counter) { self.counter = counter }
+    deinit { counter.increment() }
+}
+
+/// A plain observer object.
+final class Observer: @unchecked Sendable {
+    let log = Log<String>()
+    let onDeinit: (@Sendable () -> Void)?
+    init(onDeinit: (@Sendable () -> Void)? = nil) { self.onDeinit = onDeinit }
+    deinit { onDeinit?() }
+
+    func balanceDidChange(_ change: ObservedChange<Double>) {
+        log.append("action \(change.newValue.map { "\($0)" } ?? "nil")")
+    }
+
+    func somethingChanged() { log.append("action") }
+}
+
+/// Waits until every removed observation has been released.
+func flushReleases() {
+    _ = Engine.flush()
+}
+
+/// A barrier for concurrency tests: releases its threads together.
+final class StartBarrier: @unchecked Sendable {
+    private let remaining: Atomic<Int>
+    init(parties: Int) { remaining = Atomic(parties) }
+    func arriveAndWait() {
+        remaining.subtract(1, ordering: .acquiringAndReleasing)
+        while remaining.load(ordering: .acquiring) > 0 { sched_yield() }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Runs `body(index)` on `count` fresh threads, released together, and waits for all.
+func runConcurrently(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let barrier = StartBarrier(parties: count)
+    let group = DispatchGroup()
+    for index in 0..<count {
+        group.enter()
+        let thread = Thread {
+            barrier.arriveAndWait()
+            body(index)
+            group.leave()
+        }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+    group.wait()
+}
+
+/// A generic observable class: one declaration, several specializations.
+final class Box<Value>: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+final class Folder: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var account: Account? = nil
+}

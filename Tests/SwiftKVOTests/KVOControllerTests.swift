@@ -1,0 +1,275 @@
+import Foundation
+import Testing
+@testable import SwiftKVO
+
+/// KVOController's own test suite, ported behaviour by behaviour.
+@Suite struct KVOControllerTests {
+    @Test func initialNewAndOldAreDeliveredWithTheRightValuesExactlyOnce() {
+        let observer = Observer()
+        let account = Account(name: "a")
+        let kvo = KVOController(observer: observer)
+        let log = Log<ObservedChange<String>>()
+        kvo.observe(account, \.name, options: [.initial, .new, .old]) { _, _, change in
+            log.append(change)
+        }
+        #expect(log.count == 1)
+        #expect(log.values[0].isInitial && log.values[0].newValue == "a" && log.values[0].oldValue == nil)
+        account.name = "b"
+        #expect(log.count == 2)
+        #expect(log.values[1].oldValue == "a" && log.values[1].newValue == "b")
+    }
+
+    @Test func blockReceivesObserverAndObject() {
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        let same = Log<Bool>()
+        kvo.observe(account, \.name) { o, a, _ in same.append(o === observer && a === account) }
+        account.name = "x"
+        #expect(same.values == [true])
+    }
+
+    @Test func optionsNoneStillCallsBack() {
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        let log = Log<ObservedChange<Double>>()
+        kvo.observe(account, \.balance) { _, _, change in log.append(change) }
+        account.balance = 1
+        #expect(log.count == 1)
+        #expect(log.values[0].newValue == nil && log.values[0].oldValue == nil)
+    }
+
+    @Test func severalKeyPathsAreEachObservedInOrder() {
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        let log = Log<String>()
+        kvo.observe(account, keyPaths: [\.name, \.balance], options: .new) { _, _, change in
+            if change.keyPath == \Account.name {
+                log.append("name \(change.newValue as! String)")
+            } else if change.keyPath == \Account.balance {
+                log.append("balance \(change.newValue as! Double)")
+            }
+        }
+        account.name = "n"
+        account.balance = 2
+        account.name = "m"
+        #expect(log.values == ["name n", "balance 2.0", "name m"])
+    }
+
+    @Test func targetActionWithChange() {
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        kvo.observe(account, \.balance, options: .new, action: Observer.balanceDidChange)
+        account.balance = 4
+        #expect(observer.log.values == ["action 4.0"])
+    }
+
+    @Test func targetActionWithoutChange() {
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        kvo.observe(account, \.name, action: Observer.somethingChanged)
+        account.name = "x"
+        account.name = "y"
+        #expect(observer.log.values == ["action", "action"])
+    }
+
+    @Test func unobserveOneKeyPathKeepsTheOthers() {
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        let log = Log<String>()
+        kvo.observe(account, \.name) { _, _, _ in log.append("name") }
+        kvo.observe(account, \.balance) { _, _, _ in log.append("balance") }
+        kvo.unobserve(account, \.name)
+        account.name = "x"
+        account.balance = 1
+        #expect(log.values == ["balance"])
+    }
+
+    @Test func unobserveOneObjectLeavesTheOtherObjectObserved() {
+        let observer = Observer()
+        let a = Account()
+        let b = Account()
+        let kvo = KVOController(observer: observer)
+        let log = Log<String>()
+        kvo.observe(a, \.name) { _, _, _ in log.append("a") }
+        kvo.observe(b, \.name) { _, _, _ in log.append("b") }
+        kvo.unobserve(a)
+        a.name = "x"
+        b.name = "x"
+        #expect(log.values == ["b"])
+    }
+
+    @Test func unobserveAllSilencesEverything() {
+        let observer = Observer()
+        let a = Account()
+        let b = Account()
+        let kvo = KVOController(observer: observer)
+        let counter = Counter()
+        kvo.observe(a, \.name) { _, _, _ in counter.increment() }
+        kvo.observe(b, \.balance) { _, _, _ in counter.increment() }
+        kvo.unobserveAll()
+        a.name = "x"
+        b.balance = 1
+        #expect(counter.count == 0)
+        // And observing again afterwards works.
+        kvo.observe(a, \.name) { _, _, _ in counter.increment() }
+        a.name = "y"
+        #expect(counter.count == 1)
+    }
+
+    @Test func unobserveInsideInitialCallbackStopsDelivery() {
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        let counter = Counter()
+        kvo.observe(account, \.name, options: .initial) { _, account, _ in
+            counter.increment()
+            kvo.unobserve(account, \.name)
+        }
+        #expect(counter.count == 1)
+        account.name = "x"
+        #expect(counter.count == 1)
+        // The key path can be observed again: the entry is gone.
+        #expect(kvo.observe(account, \.name) { _, _, _ in } == nil)
+    }
+
+    @Test func deallocatedControllerDeliversNothing() {
+        let observer = Observer()
+        let account = Account()
+        let counter = Counter()
+        var kvo: KVOController<Observer>? = KVOController(observer: observer)
+        kvo!.observe(account, \.name) { _, _, _ in counter.increment() }
+        account.name = "1"
+        kvo = nil
+        account.name = "2"
+        #expect(counter.count == 1)
+    }
+
+    @Test func deallocatedObserverIsSkippedWithoutCrash() {
+        let account = Account()
+        let counter = Counter()
+        var observer: Observer? = Observer()
+        let kvo = KVOController(observer: observer!)
+        kvo.observe(account, \.name) { _, _, _ in counter.increment() }
+        account.name = "1"
+        observer = nil
+        account.name = "2"
+        account.name = "3"
+        #expect(counter.count == 1)
+        #expect(kvo.observer == nil)
+    }
+
+    @Test func observingNilObjectIsANoOp() {
+        let observer = Observer()
+        let kvo = KVOController(observer: observer)
+        let account: Account? = nil
+        #expect(kvo.observe(account, \.name) { _, _, _ in } == .invalidArgument)
+        kvo.unobserve(account, \.name)
+        kvo.unobserve(nil)
+    }
+
+    @Test func observingTheSameKeyPathTwiceIsANoOp() {
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        let counter = Counter()
+        #expect(kvo.observe(account, \.name) { _, _, _ in counter.increment() } == nil)
+        #expect(kvo.observe(account, \.name) { _, _, _ in counter.increment() } == .alreadyObserving)
+        account.name = "x"
+        #expect(counter.count == 1)
+    }
+
+    @Test func retainsObservedByDefault() {
+        let observer = Observer()
+        let died = Counter()
+        let kvo = KVOController(observer: observer)
+        do {
+            let account = Account(onDeinit: { died.increment() })
+            kvo.observe(account, \.name) { _, _, _ in }
+        }
+        #expect(died.count == 0)
+        kvo.unobserveAll()
+        #expect(died.count == 1)
+    }
+
+    @Test func nonRetainingControllerSurvivesObservedObjectDeath() {
+        let observer = Observer()
+        let died = Counter()
+        let counter = Counter()
+        let kvo = KVOController(observer: observer, retainsObserved: false)
+        do {
+            let account = Account(onDeinit: { died.increment() })
+            kvo.observe(account, \.name) { _, _, _ in counter.increment() }
+            account.name = "x"
+        }
+        #expect(died.count == 1)
+        // New objects (possibly at the same address) are unaffected and observable.
+        for _ in 0..<20 {
+            let account = Account()
+            account.name = "y"
+            #expect(kvo.observe(account, \.name) { _, _, _ in counter.increment() } == nil)
+            account.name = "z"
+        }
+        #expect(counter.count == 21)
+        kvo.unobserveAll()
+    }
+
+    @Test func controllerObservesKeyPathChains() {
+        let observer = Observer()
+        let document = Document(account: Account(name: "a"))
+        let kvo = KVOController(observer: observer)
+        let log = Log<String>()
+        kvo.observe(document, \.account.name, options: .new) { _, _, change in
+            log.append(change.newValue ?? "-")
+        }
+        document.account.name = "b"
+        document.account = Account(name: "c")
+        kvo.unobserve(document, \.account.name)
+        document.account.name = "d"
+        #expect(log.values == ["b", "c"])
+    }
+}
+
+@MainActor
+final class MainActorViewModel {
+    var received: [Double] = []
+    var pings = 0
+    var continuation: CheckedContinuation<Void, Never>?
+
+    func balanceDidChange(_ change: ObservedChange<Double>) {
+        MainActor.assertIsolated()
+        received.append(change.newValue ?? -1)
+        if received.count == 3 { continuation?.resume(); continuation = nil }
+    }
+
+    func ping() {
+        MainActor.assertIsolated()
+        pings += 1
+    }
+}
+
+@Suite struct KVOControllerIsolationTests {
+    @MainActor
+    @Test func mainActorTargetActionIsDeliveredOnTheMainActorInOrder() async {
+        let viewModel = MainActorViewModel()
+        let account = Account()
+        let kvo = KVOController(observer: viewModel)
+        kvo.observe(account, \.balance, options: .new, action: MainActorViewModel.balanceDidChange)
+        kvo.observe(account, \.balance, action: MainActorViewModel.ping)
+        await withCheckedContinuation { continuation in
+            viewModel.continuation = continuation
+            let thread = Thread {
+                for value in [1.0, 2.0, 3.0] { account.balance = value }
+            }
+            thread.start()
+        }
+        #expect(viewModel.received == [1, 2, 3])
+        await Task.yield()
+        _ = kvo
+    }
+}

@@ -1,0 +1,114 @@
+import Testing
+@testable import SwiftKVO
+
+extension NotificationHub.Name {
+    static let accountSynced = NotificationHub.Name("test.accountSynced")
+}
+
+/// SPEC §2 item 15 through the Swift hub. Every test uses its own names, so
+/// tests running in parallel never see each other's posts.
+@Suite struct NotificationHubTests {
+    private func uniqueName(_ function: String = #function) -> NotificationHub.Name {
+        NotificationHub.Name("test.\(function)")
+    }
+
+    @Test func observerForAnySenderReceivesEveryPostWithPayload() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let observer = Observer()
+        let account = Account()
+        let log = Log<String>()
+        hub.addObserver(observer, name: name, object: nil) { observer, note in
+            log.append("\(note.name.rawValue) \(note.object === account) \(note.userInfo["count"] as? Int ?? -1)")
+        }
+        hub.post(name: name, object: account, userInfo: ["count": 3])
+        hub.post(name: name)
+        #expect(log.values == ["\(name.rawValue) true 3", "\(name.rawValue) false -1"])
+        hub.removeObserver(observer)
+    }
+
+    @Test func senderFilterReceivesOnlyThatSender() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let observer = Observer()
+        let a = Account()
+        let b = Account()
+        let counter = Counter()
+        hub.addObserver(observer, name: name, object: a) { _, _ in counter.increment() }
+        hub.post(name: name, object: a)
+        hub.post(name: name, object: b)
+        hub.post(name: name)
+        #expect(counter.count == 1)
+        hub.removeObserver(observer)
+    }
+
+    @Test func deadObserverIsSkippedAndItsRegistrationGoes() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let counter = Counter()
+        var observer: Observer? = Observer()
+        hub.addObserver(observer!, name: name) { _, _ in counter.increment() }
+        hub.post(name: name)
+        observer = nil
+        hub.post(name: name)
+        hub.post(name: name)
+        #expect(counter.count == 1)
+    }
+
+    @Test func removalByObserverByNameAndByRegistration() {
+        let hub = NotificationHub.default
+        let n1 = uniqueName() 
+        let n2 = NotificationHub.Name(n1.rawValue + ".2")
+        let observer = Observer()
+        let log = Log<String>()
+        hub.addObserver(observer, name: n1) { _, _ in log.append("n1") }
+        hub.addObserver(observer, name: n2) { _, _ in log.append("n2") }
+        let registration = hub.addObserver(observer, name: n2) { _, _ in log.append("n2'") }
+        hub.removeObserver(registration)
+        hub.removeObserver(registration)  // double removal
+        hub.post(name: n1)
+        hub.post(name: n2)
+        hub.removeObserver(observer, name: n1)
+        hub.post(name: n1)
+        hub.post(name: n2)
+        hub.removeObserver(observer)
+        hub.removeObserver(observer)  // double removal
+        hub.post(name: n2)
+        #expect(log.values == ["n1", "n2", "n2"])
+    }
+
+    @Test func tokenStyleRegistrationEndsWithTheToken() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let counter = Counter()
+        let token = hub.addObserver(forName: name) { _ in counter.increment() }
+        hub.post(name: name)
+        token.invalidate()
+        hub.post(name: name)
+        #expect(counter.count == 1)
+    }
+
+    @Test func removingANeverAddedObserverIsANoOp() {
+        let hub = NotificationHub.default
+        hub.removeObserver(Observer())
+        hub.removeObserver(Observer(), name: .accountSynced, object: Account())
+    }
+
+    @Test func senderFilterOnAPlainObjectNeverMatchesAnObjectReusingItsAddress() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let observer = Observer()
+        let counter = Counter()
+        do {
+            let sender = Observer()  // not KeyValueObservable: held weakly by the filter
+            hub.addObserver(observer, name: name, object: sender) { _, _ in counter.increment() }
+            hub.post(name: name, object: sender)
+        }
+        for _ in 0..<50 {
+            let other = Observer()  // may reuse the dead sender's address
+            hub.post(name: name, object: other)
+        }
+        #expect(counter.count == 1)
+        hub.removeObserver(observer)
+    }
+}
