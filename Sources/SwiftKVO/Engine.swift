@@ -324,6 +324,15 @@ struct EngineChange {
     @inlinable
     var isPrior: Bool { raw.pointee.is_prior }
 
+    /// `ObservedChange._bits`: kind (low 3 bits; a kind the engine never
+    /// produces reads as `.setting`), prior (0x8), initial (0x10).
+    @inlinable @inline(__always)
+    var changeBits: UInt8 {
+        let kind = raw.pointee.kind.rawValue
+        let kindBits: UInt8 = kind &- 1 < 4 ? UInt8(truncatingIfNeeded: kind) : 1
+        return kindBits | (raw.pointee.is_prior ? 0x8 : 0) | (raw.pointee.is_initial ? 0x10 : 0)
+    }
+
     @inlinable
     var isInitial: Bool { raw.pointee.is_initial }
 
@@ -341,17 +350,24 @@ struct EngineChange {
     var hasNewValue: Bool { raw.pointee.new_value != nil }
 
     /// Copies the old value, typed as the announcer's `Value`.
-    @inlinable
+    @inlinable @inline(__always)
     func oldValue<Value>(as _: Value.Type) -> Value? {
         guard let pointer = raw.pointee.old_value else { return nil }
         return pointer.assumingMemoryBound(to: Value.self).pointee
     }
 
     /// Copies the new value, typed as the announcer's `Value`.
-    @inlinable
+    @inlinable @inline(__always)
     func newValue<Value>(as _: Value.Type) -> Value? {
         guard let pointer = raw.pointee.new_value else { return nil }
         return pointer.assumingMemoryBound(to: Value.self).pointee
+    }
+
+    /// The borrowed new value, typed as the announcer's `Value` (valid
+    /// during the callback only).
+    @inlinable @inline(__always)
+    func newValueAddress<Value>(as _: Value.Type) -> UnsafePointer<Value>? {
+        raw.pointee.new_value.map { $0.assumingMemoryBound(to: Value.self) }
     }
 
     /// Copies the old value of a key-path chain's leaf: typed `Value`, or —
@@ -379,11 +395,17 @@ struct EngineChange {
 
     /// The indexes of a collection change; `nil` for a setting (no array is
     /// built). Allocates for a collection change.
-    @inlinable
+    @inlinable @inline(__always)
     var indexes: [Int]? {
         let count = raw.pointee.index_count
         guard count > 0, let base = raw.pointee.indexes else { return nil }
-        return (0..<count).map { Int(base[$0]) }
+        return Self.copyIndexes(base, count)
+    }
+
+    /// The allocating part of ``indexes``, kept out of line.
+    @usableFromInline @inline(never)
+    static func copyIndexes(_ base: UnsafePointer<Int>, _ count: Int) -> [Int] {
+        Array(UnsafeBufferPointer(start: base, count: count))
     }
 
     /// Calls `body` with the changed object borrowed at +0. The announcer

@@ -377,8 +377,9 @@ extension Deliveries {
     ) -> EngineObservation {
         let unmanagedKeyPath = resolved.unmanagedKeyPath
         let readsInitialValue = options.contains(.new)
-        return EngineObservation { [weak observer] change, box in
-            guard let observer else {
+        let weakObserver = WeakReference(observer)
+        return EngineObservation { change, box in
+            guard let observer = weakObserver.object else {
                 // The observer is gone: never call it again; remove without
                 // taking the writer lock on this dispatch path.
                 Engine.unobserveDeferred(box.token)
@@ -386,18 +387,27 @@ extension Deliveries {
             }
             change.withObject(as: Object.self) { object in
                 var newValue = change.newValue(as: Value.self)
-                if readsInitialValue, change.isInitial, case .none = newValue {
+                if readsInitialValue, case .none = newValue, change.isInitial {
                     newValue = object[keyPath: keyPath]
                 }
                 block(
                     observer, object,
-                    ObservedChange(
-                        kind: change.kind, oldValue: change.oldValue(as: Value.self),
-                        newValue: newValue, indexes: change.indexes, isPrior: change.isPrior,
-                        isInitial: change.isInitial, keyPath: unmanagedKeyPath))
+                    ObservedChange(delivered: change, newValue: newValue, keyPath: unmanagedKeyPath))
             }
         }
     }
+}
+
+/// A weak reference captured as a constant: reading it needs no dynamic
+/// exclusivity check (a `[weak x]` capture is a mutable variable, checked on
+/// every access).
+@usableFromInline
+struct WeakReference<Object: AnyObject>: @unchecked Sendable {
+    @usableFromInline
+    weak var object: Object?
+
+    @inlinable
+    init(_ object: Object?) { self.object = object }
 }
 
 /// Opens a `PartialKeyPath` to its value type for ``KVOController/observe(_:keyPaths:options:block:)``.

@@ -167,17 +167,14 @@ enum Deliveries {
         return EngineObservation { change, _ in
             change.withObject(as: Object.self) { object in
                 var newValue = change.newValue(as: Value.self)
-                if readsInitialValue, change.isInitial, case .none = newValue {
+                if readsInitialValue, case .none = newValue, change.isInitial {
                     // The engine has no getter for Swift keys: read the current
                     // value now, after the observation was installed.
                     newValue = object[keyPath: keyPath]
                 }
                 handler(
                     object,
-                    ObservedChange(
-                        kind: change.kind, oldValue: change.oldValue(as: Value.self),
-                        newValue: newValue, indexes: change.indexes, isPrior: change.isPrior,
-                        isInitial: change.isInitial, keyPath: unmanagedKeyPath))
+                    ObservedChange(delivered: change, newValue: newValue, keyPath: unmanagedKeyPath))
             }
         }
     }

@@ -37,11 +37,15 @@ public final class NotificationHub: Sendable {
         /// The name's string.
         public let rawValue: String
         let key: EngineKey
+        /// The key's probe: a post nobody observes is one relaxed load.
+        @usableFromInline
+        let probe: EngineProbe
 
         /// Creates (and interns) a name. Registration-path cost: intern names once.
         public init(rawValue: String) {
             self.rawValue = rawValue
             self.key = Engine.intern("notification:" + rawValue)
+            self.probe = Engine.probe(of: key)
         }
 
         /// Creates (and interns) a name.
@@ -91,9 +95,7 @@ public final class NotificationHub: Sendable {
         _ observer: Observer, name: Name, object: AnyObject? = nil,
         using block: @escaping @Sendable (Observer, HubNotification) -> Void
     ) -> Registration {
-        let box = Self.makeBox(observer: observer, sender: object) { observer, note in
-            block(observer, note)
-        }
+        let box = Self.makeBox(observer: observer, sender: object, block)
         let registration = register(box, name: name, object: object, owner: observer)
         let entry = Entry(
             registration: registration, name: name,
@@ -142,7 +144,16 @@ public final class NotificationHub: Sendable {
     ///   - name: The notification name.
     ///   - object: The sender; `nil` reaches only observers of every sender.
     ///   - userInfo: A payload passed to every block.
+    @inlinable
     public func post(name: Name, object: AnyObject? = nil, userInfo: [String: any Sendable] = [:]) {
+        // Nobody observes the name (on any sender): one relaxed load, inline.
+        guard Engine.hasObservers(name.probe) else { return }
+        announce(name: name, object: object, userInfo: userInfo)
+    }
+
+    /// The rest of `post`, once the name's probe says someone may observe it.
+    @usableFromInline
+    func announce(name: Name, object: AnyObject?, userInfo: [String: any Sendable]) {
         let address = object.map { Engine.address($0) }
         guard Engine.hasObservers(address, name.key) else { return }
         let note = HubNotification(name: name, object: object, userInfo: userInfo)
@@ -208,18 +219,38 @@ public final class NotificationHub: Sendable {
         _ block: @escaping @Sendable (Observer, HubNotification) -> Void
     ) -> EngineObservation {
         // A sender that is KeyValueObservable removes its observations when it
-        // dies (its registrar); any other sender is checked through a weak
-        // reference so a new object at its address is never mistaken for it.
-        let checksSender = sender != nil && !(sender is any KeyValueObservable)
-        let strong: Observer? = strongObserver ? observer : nil
-        return EngineObservation { [weak observer, weak sender] change, box in
-            guard let observer = strong ?? observer, !checksSender || sender != nil else {
+        // dies (its registrar). Any other sender must never be mistaken for
+        // a new object at its address: the box holds it `unowned`, which
+        // keeps the dead sender's memory (not the object: it deinitializes
+        // as usual) allocated for as long as the box lives, so no other
+        // object can appear at its address and a post from that address
+        // always comes from the sender itself — no weak load per delivery.
+        let pinnedSender: SenderPin? =
+            sender.flatMap { $0 is any KeyValueObservable ? nil : SenderPin(object: $0) }
+        if strongObserver {
+            return EngineObservation { [observer, pinnedSender] change, _ in
+                guard let note = change.newValueAddress(as: HubNotification.self) else {
+                    withExtendedLifetime(pinnedSender) {}  // captured, never read
+                    return
+                }
+                block(observer, note.pointee)
+            }
+        }
+        let weakObserver = WeakReference(observer)
+        return EngineObservation { [pinnedSender] change, box in
+            guard let observer = weakObserver.object else {
+                withExtendedLifetime(pinnedSender) {}
                 Engine.unobserveDeferred(box.token)
                 return
             }
-            guard let note = change.newValue(as: HubNotification.self) else { return }
-            block(observer, note)
+            guard let note = change.newValueAddress(as: HubNotification.self) else { return }
+            block(observer, note.pointee)
         }
+    }
+
+    /// Pins a plain sender's memory (see `makeBox`).
+    private struct SenderPin {
+        unowned let object: AnyObject
     }
 }
 

@@ -81,6 +81,18 @@ public struct ObservedChange<Value> {
         self._keyPath = keyPath
     }
 
+    /// The change the engine delivers, for a property whose values are
+    /// `Value` (`newValue`: already read, e.g. the initial value). Reads the
+    /// C change once; no allocation for a setting.
+    @inlinable @inline(__always)
+    init(delivered change: EngineChange, newValue: Value?, keyPath: Unmanaged<AnyKeyPath>) {
+        self._bits = change.changeBits
+        self.oldValue = change.oldValue(as: Value.self)
+        self.newValue = newValue
+        self._indexes = change.indexes
+        self._keyPath = keyPath
+    }
+
     /// The same change with its values mapped (e.g. to `Any`).
     @inlinable
     func map<Other>(_ transform: (Value) -> Other) -> ObservedChange<Other> {
