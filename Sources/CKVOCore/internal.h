@@ -72,12 +72,10 @@ struct ckvo_observation {
 	const void *object;
 	ckvo_key_t key;
 
-	struct ckvo_slot *slot;        /* set before the token is published, then fixed */
-
 	/* Writer-only. */
-	ckvo_release_t release;
-	uint64_t seq;                  /* registration order, hub-wide */
 	uint32_t index;                /* position in slot->list */
+	struct ckvo_slot *slot;        /* set before the token is published, then fixed */
+	ckvo_release_t release;
 	struct ckvo_owner_group *owner_group;
 	struct ckvo_observation *owner_prev, *owner_next;
 	ck_stack_entry_t deferred_link; /* on hub->deferred while DEFERRED */
@@ -330,7 +328,8 @@ struct ckvo_keyinfo *ckvo__key_lookup(struct ckvo_hub *hub, ckvo_key_t key);
 void ckvo__keys_destroy(struct ckvo_hub *hub);
 
 /* list.c */
-bool ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs);
+bool ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs,
+    uint64_t seq);
 void ckvo__list_remove(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs);
 struct ckvo_list *ckvo__list_create(uint32_t capacity);
 

@@ -83,7 +83,8 @@ list_rebuild(struct ckvo_hub *hub, struct ckvo_slot *slot, uint32_t capacity)
 }
 
 bool
-ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs)
+ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs,
+    uint64_t seq)
 {
 	struct ckvo_list *list = slot->list;
 	uint32_t count;
@@ -103,7 +104,7 @@ ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_obse
 		.obs = obs,
 		.callback = obs->callback,
 		.context = obs->context,
-		.seq = obs->seq,
+		.seq = seq,
 		.options = obs->options,
 	};
 	obs->slot = slot;

@@ -337,7 +337,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 		}
 	}
 
-	obs->seq = ++hub->next_seq;
+
 	/*
 	 * The caller's token is written before a callback on another thread
 	 * can run for this observation; counted before it can be seen, so
@@ -346,7 +346,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 	if (token != NULL)
 		*token = obs->token;
 	key_count(info, obs->options, 1);
-	if (!ckvo__list_append(hub, slot, obs) ||
+	if (!ckvo__list_append(hub, slot, obs, ++hub->next_seq) ||
 	    (new_slot != NULL && !slot_publish(hub, new_slot))) {
 		key_count(info, obs->options, -1);
 		if (token != NULL)
