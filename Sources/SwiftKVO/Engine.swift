@@ -126,6 +126,20 @@ enum Engine {
         UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
     }
 
+    /// The byte offset of the stored property `keyPath` names in `object`, for
+    /// property wrappers whose outlined slow paths reach their storage without
+    /// a key path. Inlined, it folds to a constant-offset field address (no key
+    /// path instance is created). Takes a modifying access: writers only.
+    @inlinable @inline(__always)
+    static func offset<Object: AnyObject, Field>(
+        of keyPath: ReferenceWritableKeyPath<Object, Field>, in object: Object
+    ) -> Int {
+        let base = Int(bitPattern: address(of: object))
+        return withUnsafeMutablePointer(to: &object[keyPath: keyPath]) {
+            Int(bitPattern: $0) &- base
+        }
+    }
+
     // MARK: Registration
 
     /// Registers `box` for `key` of `object` (`nil`: every object). On

@@ -113,20 +113,7 @@ public struct Observed<Value> {
             }
             // The wrapper's offset folds to a constant; the slow path is
             // outlined so the fast path needs no stack frame.
-            notifyingSet(object, storageOffset(object, storageKeyPath), newValue, state: state)
-        }
-    }
-
-    /// The byte offset of this wrapper in `object` (folds to a constant-offset
-    /// field address: no key path instance is created). Takes a modifying
-    /// access: the setter only.
-    @inlinable @inline(__always)
-    static func storageOffset<Object: AnyObject>(
-        _ object: Object, _ storageKeyPath: ReferenceWritableKeyPath<Object, Observed<Value>>
-    ) -> Int {
-        let base = Int(bitPattern: Engine.address(of: object))
-        return withUnsafeMutablePointer(to: &object[keyPath: storageKeyPath]) {
-            Int(bitPattern: $0) &- base
+            notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
         }
     }
 

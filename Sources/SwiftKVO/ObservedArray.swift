@@ -83,7 +83,7 @@ public struct ObservedArray<Element> {
                     Probe.record(
                         object, site: object[keyPath: storageKeyPath].site,
                         state: object[keyPath: storageKeyPath].state, valueType: [Element].self,
-                        offset: mode == 2 ? storageOffset(object, storageKeyPath) : -1,
+                        offset: mode == 2 ? Engine.offset(of: storageKeyPath, in: object) : -1,
                         arrayAccess: { ArrayStorageAccess<Object, Element>(offset: $0) })
                 }
             }
@@ -101,7 +101,7 @@ public struct ObservedArray<Element> {
             }
             // The wrapper's offset folds to a constant; the slow path is
             // outlined so the fast path needs no stack frame.
-            notifyingSet(object, storageOffset(object, storageKeyPath), newValue, state: state)
+            notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
         }
     }
 
@@ -143,21 +143,6 @@ public struct ObservedArray<Element> {
                 wrapper.pointee.storage = newValue
             }
             if let dependents { Dependencies.didChange(dependents) }
-        }
-    }
-}
-
-extension ObservedArray {
-    /// The byte offset of this wrapper's storage in `object` (folds to a
-    /// constant-offset field address: no key path instance is created). Takes
-    /// a modifying access: writers only (the setter's slow path, the mutator).
-    @inlinable @inline(__always)
-    static func storageOffset<Object: AnyObject>(
-        _ object: Object, _ storageKeyPath: ReferenceWritableKeyPath<Object, ObservedArray<Element>>
-    ) -> Int {
-        let base = Int(bitPattern: Engine.address(of: object))
-        return withUnsafeMutablePointer(to: &object[keyPath: storageKeyPath]) {
-            Int(bitPattern: $0) &- base
         }
     }
 }
