@@ -12,6 +12,10 @@
  *   removed since the dispatch started (by an earlier callback, on any
  *   thread) is skipped: its entry is cleared, or, where entries are no
  *   longer cleared (list.c), its state says so.
+ * - Lookup: the key's hint (its newest object slot) answers a dispatch on
+ *   that object without probing the map. The hint is cleared before its
+ *   slot leaves the map, so it never names a slot the map no longer holds
+ *   except to a reader that started before the removal, as the map would.
  * - Order: entries of a list are in registration order; the specific list
  *   of (object, key) and the key's wildcard list are merged by their
  *   hub-wide registration sequence numbers.
@@ -116,14 +120,44 @@ snapshot_take(struct snapshot *snap, struct ckvo_slot *slot)
 	CKVO_TSAN_ACQUIRE(snap->list);
 }
 
-static void
-deliver_all(struct delivery *d, const struct snapshot *a, const struct snapshot *b)
+/* The slot of (object, key) on `object`: the key's hint or a map probe. */
+static inline struct ckvo_slot *
+slot_lookup(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const void *object)
 {
-	const struct ckvo_entry *ea = a->count ? a->list->items : NULL;
-	const struct ckvo_entry *eb = b->count ? b->list->items : NULL;
+	struct ckvo_slot *hint = ck_pr_load_ptr(&info->hint);
+	struct ckvo_slot_id id;
+
+	if (hint != NULL) {
+		CKVO_TSAN_ACQUIRE(hint);
+		if (hint->id.object == object)
+			return hint;
+	}
+	id.object = object;
+	id.key = info->id;
+	return ck_hs_get(&hub->slots, ckvo__slot_hash(&hub->slots, object, info->id), &id);
+}
+
+/* Delivers to the observers of one snapshot, in order. */
+static inline void
+deliver_list(struct delivery *d, const struct snapshot *snap)
+{
+	const struct ckvo_entry *items = snap->list->items;
+
+	for (uint32_t i = 0; i < snap->count; i++)
+		deliver(d, snap, &items[i]);
+}
+
+/*
+ * Delivers to the observers of two snapshots, both non-empty, merged by
+ * registration sequence (entry sequence numbers never change). Out of line:
+ * a key observed both on one object and on every object is the rare case.
+ */
+static __attribute__((noinline)) void
+deliver_merged(struct delivery *d, const struct snapshot *a, const struct snapshot *b)
+{
+	const struct ckvo_entry *ea = a->list->items, *eb = b->list->items;
 	uint32_t i = 0, j = 0;
 
-	/* Merge by registration sequence; entry sequence numbers never change. */
 	while (i < a->count && j < b->count) {
 		if (ea[i].seq < eb[j].seq)
 			deliver(d, a, &ea[i++]);
@@ -134,6 +168,21 @@ deliver_all(struct delivery *d, const struct snapshot *a, const struct snapshot 
 		deliver(d, a, &ea[i]);
 	for (; j < b->count; j++)
 		deliver(d, b, &eb[j]);
+}
+
+/* Prepares the view callees receive: the change as a prior or post notification. */
+static inline void
+delivery_init(struct delivery *d, const ckvo_change_t *change, bool prior)
+{
+	d->change = change;
+	d->view = *change;
+	d->view.is_prior = prior;
+	d->view.is_initial = false;
+	d->allowed = values_allowed(change, prior);
+	d->view_values = d->allowed;
+	d->view.new_value = (d->allowed & CKVO_OPTION_NEW) ? change->new_value : NULL;
+	d->view.old_value = (d->allowed & CKVO_OPTION_OLD) ? change->old_value : NULL;
+	d->required = prior ? CKVO_OPTION_PRIOR : 0;
 }
 
 static ckvo_status_t
@@ -163,24 +212,17 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 
 	snapshot_take(&wildcard, ck_pr_load_ptr(&info->wildcard));
 	snapshot_take(&specific, NULL);
-	if (change->object != NULL && ck_pr_load_64(&info->object_slots) != 0) {
-		struct ckvo_slot probe = { .object = change->object, .key = change->key };
+	if (change->object != NULL && ck_pr_load_64(&info->object_slots) != 0)
+		snapshot_take(&specific, slot_lookup(hub, info, change->object));
 
-		snapshot_take(&specific, ck_hs_get(&hub->slots,
-		    ckvo__slot_hash(&hub->slots, change->object, change->key), &probe));
-	}
-
-	if (specific.count + wildcard.count != 0) {
-		d.change = change;
-		d.view = *change;
-		d.view.is_prior = prior;
-		d.view.is_initial = false;
-		d.allowed = values_allowed(change, prior);
-		d.view_values = d.allowed;
-		d.view.new_value = (d.allowed & CKVO_OPTION_NEW) ? change->new_value : NULL;
-		d.view.old_value = (d.allowed & CKVO_OPTION_OLD) ? change->old_value : NULL;
-		d.required = prior ? CKVO_OPTION_PRIOR : 0;
-		deliver_all(&d, &specific, &wildcard);
+	if (specific.count != 0 || wildcard.count != 0) {
+		delivery_init(&d, change, prior);
+		if (wildcard.count == 0)
+			deliver_list(&d, &specific);
+		else if (specific.count == 0)
+			deliver_list(&d, &wildcard);
+		else
+			deliver_merged(&d, &specific, &wildcard);
 	}
 
 	ckvo__read_end(record);

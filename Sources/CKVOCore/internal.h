@@ -118,10 +118,15 @@ struct ckvo_list {
 struct ckvo_keyinfo;
 struct ckvo_object_group;
 
+/* What the (object, key) → slot map is keyed by. */
+struct ckvo_slot_id {
+	const void *object;
+	ckvo_key_t key;
+};
+
 /* The observers of one (object, key); object == NULL is a key's wildcard slot. */
 struct ckvo_slot {
-	const void *object; /* map key; never changes while stored */
-	ckvo_key_t key;     /* map key; never changes while stored */
+	struct ckvo_slot_id id; /* first, so a slot is its own map key; never changes while stored */
 	struct ckvo_list *list; /* published (atomic) */
 	uint64_t deferred;  /* observations marked DEFERRED, not yet unlinked (atomic) */
 
@@ -138,6 +143,7 @@ struct ckvo_slot {
 struct ckvo_keyinfo {
 	/* Read by dispatch. */
 	struct ckvo_slot *wildcard;   /* observers of every object (atomic) */
+	struct ckvo_slot *hint;       /* the key's newest object slot, or NULL (atomic) */
 	ckvo_probe_t probe;           /* live observations of this key (atomic) */
 	uint64_t object_slots;        /* slots with a non-NULL object (atomic) */
 	ckvo_getter_t getter;         /* set once, under the writer lock */
@@ -308,7 +314,6 @@ bool ckvo__slots_init(ck_hs_t *hs);
 bool ckvo__names_init(ck_hs_t *hs);
 bool ckvo__identities_init(ck_hs_t *hs);
 bool ckvo__groups_init(ck_hs_t *hs);
-unsigned long ckvo__slot_hash(const ck_hs_t *hs, const void *object, ckvo_key_t key);
 unsigned long ckvo__name_hash(const ck_hs_t *hs, const char *name, size_t length);
 unsigned long ckvo__identity_hash(const ck_hs_t *hs, const struct ckvo_observation *obs);
 unsigned long ckvo__group_hash(const ck_hs_t *hs, const void *pointer);
@@ -323,9 +328,44 @@ void ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs
 void ckvo__retire_list(struct ckvo_hub *hub, struct ckvo_list *list);
 void ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot);
 
+/* The hash of (object, key): one multiply-mix, it is on the dispatch path. */
+static inline unsigned long
+ckvo__slot_id_hash(const void *object, ckvo_key_t key, unsigned long seed)
+{
+	uint64_t x = (uint64_t)(uintptr_t)object ^ ((uint64_t)key * 0x9e3779b97f4a7c15ULL) ^ seed;
+
+	x ^= x >> 32;
+	x *= 0xd6e8feb86659fd93ULL;
+	return (unsigned long)(x ^ (x >> 32));
+}
+
+/* The hash of (object, key) in the map `hs` (hub->slots). */
+static inline unsigned long
+ckvo__slot_hash(const ck_hs_t *hs, const void *object, ckvo_key_t key)
+{
+	return ckvo__slot_id_hash(object, key, hs->seed);
+}
+
 /* key.c */
-struct ckvo_keyinfo *ckvo__key_lookup(struct ckvo_hub *hub, ckvo_key_t key);
 void ckvo__keys_destroy(struct ckvo_hub *hub);
+
+/* The key `key` of `hub`, or NULL: lock-free, on the dispatch path. */
+static inline struct ckvo_keyinfo *
+ckvo__key_lookup(struct ckvo_hub *hub, ckvo_key_t key)
+{
+	uint32_t count = ck_pr_load_32(&hub->key_count);
+	struct ckvo_key_array *array;
+	struct ckvo_keyinfo *info;
+
+	if (CKVO_UNLIKELY(key == 0 || key > count))
+		return NULL;
+	/* The count is read before the array: the array is at least as new. */
+	ck_pr_fence_load();
+	array = ck_pr_load_ptr(&hub->keys);
+	info = ck_pr_load_ptr(&array->keys[key - 1]);
+	CKVO_TSAN_ACQUIRE(info);
+	return info;
+}
 
 /* list.c */
 bool ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs,

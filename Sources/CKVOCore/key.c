@@ -16,23 +16,6 @@
 
 #include "internal.h"
 
-struct ckvo_keyinfo *
-ckvo__key_lookup(struct ckvo_hub *hub, ckvo_key_t key)
-{
-	uint32_t count = ck_pr_load_32(&hub->key_count);
-	struct ckvo_key_array *array;
-	struct ckvo_keyinfo *info;
-
-	if (CKVO_UNLIKELY(key == 0 || key > count))
-		return NULL;
-	/* The count is read before the array: the array is at least as new. */
-	ck_pr_fence_load();
-	array = ck_pr_load_ptr(&hub->keys);
-	info = ck_pr_load_ptr(&array->keys[key - 1]);
-	CKVO_TSAN_ACQUIRE(info);
-	return info;
-}
-
 /* Makes room for one more key; false when out of memory. */
 static bool
 keys_reserve(struct ckvo_hub *hub)

@@ -92,11 +92,11 @@ object_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_object_group *group
 static struct ckvo_slot *
 slot_find(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const void *object)
 {
-	struct ckvo_slot probe = { .object = object, .key = info->id };
+	struct ckvo_slot_id id = { .object = object, .key = info->id };
 
 	if (object == NULL)
 		return info->wildcard;
-	return ck_hs_get(&hub->slots, ckvo__slot_hash(&hub->slots, object, info->id), &probe);
+	return ck_hs_get(&hub->slots, ckvo__slot_hash(&hub->slots, object, info->id), &id);
 }
 
 /* A new, empty, unpublished slot with a list holding room for one observer. */
@@ -112,8 +112,8 @@ slot_create(struct ckvo_keyinfo *info, const void *object)
 		free(slot);
 		return NULL;
 	}
-	slot->object = object;
-	slot->key = info->id;
+	slot->id.object = object;
+	slot->id.key = info->id;
 	slot->keyinfo = info;
 	return slot;
 }
@@ -128,15 +128,15 @@ slot_publish(struct ckvo_hub *hub, struct ckvo_slot *slot)
 	CKVO_TSAN_RELEASE(slot);
 	CKVO_TSAN_RELEASE(slot->list);
 	ck_pr_fence_store();
-	if (slot->object == NULL) {
+	if (slot->id.object == NULL) {
 		ck_pr_store_ptr(&info->wildcard, slot);
 		return true;
 	}
 
-	group = object_group_get(hub, slot->object, true);
+	group = object_group_get(hub, slot->id.object, true);
 	if (group == NULL)
 		return false;
-	if (!ck_hs_put(&hub->slots, ckvo__slot_hash(&hub->slots, slot->object, slot->key), slot)) {
+	if (!ck_hs_put(&hub->slots, ckvo__slot_hash(&hub->slots, slot->id.object, slot->id.key), slot)) {
 		object_group_drop_if_empty(hub, group);
 		return false;
 	}
@@ -146,6 +146,7 @@ slot_publish(struct ckvo_hub *hub, struct ckvo_slot *slot)
 		group->head->group_prev = slot;
 	group->head = slot;
 	ck_pr_inc_64(&info->object_slots);
+	ck_pr_store_ptr(&info->hint, slot);
 	return true;
 }
 
@@ -155,13 +156,15 @@ slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
 {
 	struct ckvo_keyinfo *info = slot->keyinfo;
 
-	if (slot->object == NULL) {
+	if (slot->id.object == NULL) {
 		ck_pr_store_ptr(&info->wildcard, NULL);
 	} else {
 		struct ckvo_object_group *group = slot->group;
 
+		if (ck_pr_load_ptr(&info->hint) == slot)
+			ck_pr_store_ptr(&info->hint, NULL);
 		(void)ck_hs_remove(&hub->slots,
-		    ckvo__slot_hash(&hub->slots, slot->object, slot->key), slot);
+		    ckvo__slot_hash(&hub->slots, slot->id.object, slot->id.key), slot);
 		ck_pr_dec_64(&info->object_slots);
 		if (slot->group_prev != NULL)
 			slot->group_prev->group_next = slot->group_next;

@@ -82,29 +82,22 @@ ckvo__hash_pointer(const void *pointer, uint64_t extra)
 
 /* -------------------------------------------------------- (object, key) */
 
-/* One multiply-mix: this hash is on the dispatch path. */
-static inline unsigned long
-slot_hash_fields(const void *object, ckvo_key_t key, unsigned long seed)
-{
-	uint64_t x = (uint64_t)(uintptr_t)object ^ ((uint64_t)key * 0x9e3779b97f4a7c15ULL) ^ seed;
-
-	x ^= x >> 32;
-	x *= 0xd6e8feb86659fd93ULL;
-	return (unsigned long)(x ^ (x >> 32));
-}
-
+/*
+ * Stored objects are slots; probes are slots or bare ids. A slot starts with
+ * its id, so both are read as a struct ckvo_slot_id.
+ */
 static unsigned long
 slot_hash(const void *object, unsigned long seed)
 {
-	const struct ckvo_slot *slot = object;
+	const struct ckvo_slot_id *id = object;
 
-	return slot_hash_fields(slot->object, slot->key, seed);
+	return ckvo__slot_id_hash(id->object, id->key, seed);
 }
 
 static bool
 slot_equal(const void *stored, const void *probe)
 {
-	const struct ckvo_slot *a = stored, *b = probe;
+	const struct ckvo_slot_id *a = stored, *b = probe;
 
 	/* Readers compare against any slot on the probe path, published by slot_publish. */
 	CKVO_TSAN_ACQUIRE(stored);
@@ -116,12 +109,6 @@ ckvo__slots_init(ck_hs_t *hs)
 {
 	return ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, slot_hash, slot_equal,
 	    &ckvo__hs_allocator, 64, 0x9e3779b97f4a7c15ULL);
-}
-
-unsigned long
-ckvo__slot_hash(const ck_hs_t *hs, const void *object, ckvo_key_t key)
-{
-	return slot_hash_fields(object, key, hs->seed);
 }
 
 /* ------------------------------------------------------------ key names */
