@@ -338,14 +338,19 @@ struct EngineChange {
     @inlinable
     var isPrior: Bool { raw.pointee.is_prior }
 
-    /// `ObservedChange._bits`: kind (low 3 bits; a kind the engine never
-    /// produces reads as `.setting`), prior (0x8), initial (0x10).
+    /// `ObservedChange._bits`: kind (low 3 bits; the engine delivers only
+    /// valid kinds, 1...4), prior (0x8), initial (0x10).
     @inlinable @inline(__always)
     var changeBits: UInt8 {
-        let kind = raw.pointee.kind.rawValue
-        let kindBits: UInt8 = kind &- 1 < 4 ? UInt8(truncatingIfNeeded: kind) : 1
-        return kindBits | (raw.pointee.is_prior ? 0x8 : 0) | (raw.pointee.is_initial ? 0x10 : 0)
+        UInt8(truncatingIfNeeded: raw.pointee.kind.rawValue) | (raw.pointee.is_prior ? 0x8 : 0)
+            | (raw.pointee.is_initial ? 0x10 : 0)
     }
+
+    /// Whether this is a change after registration that carries no indexes
+    /// (a setting, or a collection change of no elements): the delivery fast
+    /// path, whose values are exactly what the engine passed.
+    @inlinable @inline(__always)
+    var isPlain: Bool { raw.pointee.index_count == 0 && !raw.pointee.is_initial }
 
     @inlinable
     var isInitial: Bool { raw.pointee.is_initial }
@@ -457,8 +462,12 @@ extension Optional: OptionalValue {
 /// slot is read only by the registering thread while `ckvo_observe` runs
 /// (`registeringThread`); every other reader sees the atomic `published`
 /// copy, stored when `ckvo_observe` returned (0 until then).
+///
+/// Subclasses carry what their delivery function reads (``TypedObservation``),
+/// so that function captures nothing: calling it is one direct call, with no
+/// closure context to unpack.
 @usableFromInline
-final class EngineObservation: @unchecked Sendable {
+class EngineObservation: @unchecked Sendable {
     /// `deliver(change, self)`: called on the announcing thread, at +0.
     @usableFromInline
     let deliver: (EngineChange, EngineObservation) -> Void

@@ -386,13 +386,14 @@ extension Deliveries {
                 return
             }
             change.withObject(as: Object.self) { object in
-                var newValue = change.newValue(as: Value.self)
-                if readsInitialValue, case .none = newValue, change.isInitial {
-                    newValue = object[keyPath: keyPath]
+                if change.isPlain {
+                    block(observer, object, ObservedChange(plain: change, keyPath: unmanagedKeyPath))
+                } else {
+                    deliverGeneral(
+                        change, of: object, keyPath: keyPath, readsInitialValue: readsInitialValue,
+                        unmanagedKeyPath: unmanagedKeyPath
+                    ) { object, change in block(observer, object, change) }
                 }
-                block(
-                    observer, object,
-                    ObservedChange(delivered: change, newValue: newValue, keyPath: unmanagedKeyPath))
             }
         }
     }

@@ -162,21 +162,24 @@ enum Deliveries {
         keyPath: KeyPath<Object, Value>, resolved: ResolvedKeyPath, options: ObservingOptions,
         handler: @escaping @Sendable (Object, ObservedChange<Value>) -> Void
     ) -> EngineObservation {
-        let unmanagedKeyPath = resolved.unmanagedKeyPath
-        let readsInitialValue = options.contains(.new)
-        return EngineObservation { change, _ in
-            change.withObject(as: Object.self) { object in
-                var newValue = change.newValue(as: Value.self)
-                if readsInitialValue, case .none = newValue, change.isInitial {
-                    // The engine has no getter for Swift keys: read the current
-                    // value now, after the observation was installed.
-                    newValue = object[keyPath: keyPath]
-                }
-                handler(
-                    object,
-                    ObservedChange(delivered: change, newValue: newValue, keyPath: unmanagedKeyPath))
-            }
-        }
+        HandlerObservation(
+            keyPath: keyPath, unmanagedKeyPath: resolved.unmanagedKeyPath,
+            readsInitialValue: options.contains(.new), handler: handler)
+    }
+
+    /// Delivers a change that is not ``EngineChange/isPlain``. Out of line, so
+    /// the fast path of a delivery closure saves no registers for it.
+    @inlinable @inline(never)
+    static func deliverGeneral<Object: AnyObject, Value>(
+        _ change: EngineChange, of object: Object, keyPath: KeyPath<Object, Value>,
+        readsInitialValue: Bool, unmanagedKeyPath: Unmanaged<AnyKeyPath>,
+        to handler: (Object, ObservedChange<Value>) -> Void
+    ) {
+        handler(
+            object,
+            ObservedChange(
+                delivered: change, of: object, keyPath: keyPath,
+                readsInitialValue: readsInitialValue, unmanagedKeyPath: unmanagedKeyPath))
     }
 
     /// Observes a key-path chain (or fails for an unsupported key path).
@@ -348,4 +351,44 @@ enum ManualChanges {
     }
 
     static let pending = ThreadLocal<Stack>()
+}
+
+/// The box of a token observation: the handler and what its changes are built
+/// from. Its delivery function captures nothing (it reads these fields from
+/// the box it is handed), so a delivery is one direct call into it.
+@usableFromInline
+final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @unchecked Sendable {
+    @usableFromInline
+    let handler: @Sendable (Object, ObservedChange<Value>) -> Void
+    @usableFromInline
+    let keyPath: KeyPath<Object, Value>
+    @usableFromInline
+    let unmanagedKeyPath: Unmanaged<AnyKeyPath>
+    /// The observation asked for `.new`: an initial notification reads the value.
+    @usableFromInline
+    let readsInitialValue: Bool
+
+    @inlinable
+    init(
+        keyPath: KeyPath<Object, Value>, unmanagedKeyPath: Unmanaged<AnyKeyPath>,
+        readsInitialValue: Bool, handler: @escaping @Sendable (Object, ObservedChange<Value>) -> Void
+    ) {
+        self.handler = handler
+        self.keyPath = keyPath
+        self.unmanagedKeyPath = unmanagedKeyPath
+        self.readsInitialValue = readsInitialValue
+        super.init { change, box in
+            let box = unsafeDowncast(box, to: HandlerObservation<Object, Value>.self)
+            change.withObject(as: Object.self) { object in
+                if change.isPlain {
+                    box.handler(object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
+                } else {
+                    Deliveries.deliverGeneral(
+                        change, of: object, keyPath: box.keyPath,
+                        readsInitialValue: box.readsInitialValue,
+                        unmanagedKeyPath: box.unmanagedKeyPath, to: box.handler)
+                }
+            }
+        }
+    }
 }

@@ -93,6 +93,34 @@ public struct ObservedChange<Value> {
         self._keyPath = keyPath
     }
 
+    /// A change that is not ``EngineChange/isPlain`` (initial, or with
+    /// indexes) of `keyPath` on `object`. For an initial notification that
+    /// asked for the new value, reads it now, after the observation was
+    /// installed (the engine has no getter for Swift keys). Out of line: off
+    /// the delivery fast path.
+    @inlinable @inline(never)
+    init<Object>(
+        delivered change: EngineChange, of object: Object, keyPath: KeyPath<Object, Value>,
+        readsInitialValue: Bool, unmanagedKeyPath: Unmanaged<AnyKeyPath>
+    ) {
+        var newValue = change.newValue(as: Value.self)
+        if readsInitialValue, case .none = newValue, change.isInitial {
+            newValue = object[keyPath: keyPath]
+        }
+        self.init(delivered: change, newValue: newValue, keyPath: unmanagedKeyPath)
+    }
+
+    /// A change that ``EngineChange/isPlain``: its values as the engine
+    /// passed them, no indexes. Builds nothing that needs releasing.
+    @inlinable @inline(__always)
+    init(plain change: EngineChange, keyPath: Unmanaged<AnyKeyPath>) {
+        self._bits = change.changeBits
+        self.oldValue = change.oldValue(as: Value.self)
+        self.newValue = change.newValue(as: Value.self)
+        self._indexes = nil
+        self._keyPath = keyPath
+    }
+
     /// The same change with its values mapped (e.g. to `Any`).
     @inlinable
     func map<Other>(_ transform: (Value) -> Other) -> ObservedChange<Other> {
