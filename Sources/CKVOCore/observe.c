@@ -96,6 +96,8 @@ slot_find(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const void *object)
 
 	if (object == NULL)
 		return info->wildcard;
+	if (info->hint != NULL && info->hint->id.object == object)
+		return info->hint;
 	return ck_hs_get(&hub->slots, ckvo__slot_hash(&hub->slots, object, info->id), &id);
 }
 
@@ -180,6 +182,13 @@ slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
 
 /* --------------------------------------------------------- observations */
 
+/* Whether `obs` is in hub->identities: its registration did not promise a unique context. */
+static inline bool
+observation_indexed(const struct ckvo_observation *obs)
+{
+	return (obs->options & CKVO_OPTION_UNIQUE_CONTEXT) == 0;
+}
+
 /* Counts an observation in its key's probe (ckvo_probe_t), by `delta`. */
 static void
 key_count(struct ckvo_keyinfo *info, ckvo_options_t options, int delta)
@@ -203,7 +212,8 @@ observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
 
 
 	ckvo__token_release(hub, obs);
-	(void)ck_hs_remove(&hub->identities, ckvo__identity_hash(&hub->identities, obs), obs);
+	if (observation_indexed(obs))
+		(void)ck_hs_remove(&hub->identities, ckvo__identity_hash(&hub->identities, obs), obs);
 	if (obs->owner_group != NULL) {
 		struct ckvo_owner_group *group = obs->owner_group;
 
@@ -286,7 +296,7 @@ static void
 registration_abandon(struct ckvo_hub *hub, struct ckvo_observation *obs, bool identified,
     struct ckvo_owner_group *group)
 {
-	if (identified)
+	if (identified && observation_indexed(obs))
 		(void)ck_hs_remove(&hub->identities, ckvo__identity_hash(&hub->identities, obs), obs);
 	if (group != NULL)
 		owner_group_drop_if_empty(hub, group);
@@ -303,11 +313,12 @@ static ckvo_status_t
 observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_observation *obs,
     struct ckvo_observation **existing, ckvo_token_t *token)
 {
-	unsigned long identity = ckvo__identity_hash(&hub->identities, obs);
+	bool indexed = observation_indexed(obs);
+	unsigned long identity = indexed ? ckvo__identity_hash(&hub->identities, obs) : 0;
 	struct ckvo_owner_group *group = NULL;
 	struct ckvo_slot *slot, *new_slot = NULL;
 
-	*existing = ck_hs_get(&hub->identities, identity, obs);
+	*existing = indexed ? ck_hs_get(&hub->identities, identity, obs) : NULL;
 	if (*existing != NULL) {
 		if (ck_pr_load_uint(&(*existing)->state) == CKVO_STATE_LIVE)
 			return CKVO_EEXIST;
@@ -319,7 +330,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 		free(obs);
 		return CKVO_ENOMEM;
 	}
-	if (!ck_hs_put(&hub->identities, identity, obs)) {
+	if (indexed && !ck_hs_put(&hub->identities, identity, obs)) {
 		registration_abandon(hub, obs, false, NULL);
 		return CKVO_ENOMEM;
 	}

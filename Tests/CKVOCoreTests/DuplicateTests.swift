@@ -1,5 +1,7 @@
 // SPEC §2.9 and §3: registering the same owner, object, key, callback and context again is a
 // no-op reporting CKVO_EEXIST with the existing token; its context is never released for it.
+// CKVO_OPTION_UNIQUE_CONTEXT promises a fresh context and skips the check; a broken promise
+// makes two independent observations, never a crash.
 
 import CKVOCore
 import CKVOTestSupport
@@ -112,5 +114,59 @@ import Testing
 
         #expect(status == CKVO_EEXIST)
         #expect(existing == token)
+    }
+
+    @Test func uniqueContextRegistrationsAreObservedRemovedAndReleasedLikeOthers() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probes = (0..<3).map { _ in Probe() }
+        let tokens = probes.map {
+            hub.mustObserve($0, object: fake(0), key: key, options: CKVO_OPTION_UNIQUE_CONTEXT | CKVO_OPTION_NEW)
+        }
+
+        hub.did(fake(0), key)
+        #expect(probes.map(\.calls) == [1, 1, 1])
+        #expect(hub.unobserve(tokens[1]) == CKVO_OK)
+        #expect(hub.unobserve(tokens[1]) == CKVO_ENOENT)
+        hub.did(fake(0), key)
+        #expect(probes.map(\.calls) == [2, 1, 2])
+        #expect(hub.flush() == CKVO_OK)
+        #expect(probes.map(\.releases) == [0, 1, 0])
+        hub.destroy()
+        #expect(probes.map(\.releases) == [1, 1, 1])
+    }
+
+    @Test func brokenUniqueContextPromiseMakesTwoObservationsEachReleasedOnce() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        let first = hub.mustObserve(probe, object: fake(0), key: key, options: CKVO_OPTION_UNIQUE_CONTEXT)
+
+        let (status, second) = hub.observe(probe, object: fake(0), key: key, options: CKVO_OPTION_UNIQUE_CONTEXT)
+
+        #expect(status == CKVO_OK)
+        #expect(second != first && second != 0)
+        hub.did(fake(0), key)
+        #expect(probe.calls == 2)
+        #expect(hub.unobserve(first) == CKVO_OK)
+        #expect(hub.unobserve(second) == CKVO_OK)
+        #expect(hub.flush() == CKVO_OK)
+        #expect(probe.releases == 2, "one release per observation")
+    }
+
+    @Test func aUniqueContextRegistrationIsNeverFoundAsADuplicate() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        let unique = hub.mustObserve(probe, object: fake(0), key: key, options: CKVO_OPTION_UNIQUE_CONTEXT)
+
+        // Same identity without the promise: the promised one is not indexed, so this registers.
+        let checked = hub.mustObserve(probe, object: fake(0), key: key)
+        let (status, existing) = hub.observe(probe, object: fake(0), key: key)
+
+        #expect(checked != unique)
+        #expect(status == CKVO_EEXIST, "the checked one is indexed")
+        #expect(existing == checked)
+        #expect(hub.stats().observations == 2)
     }
 }

@@ -264,7 +264,7 @@ op_observe(int hub, struct input *in)
 	int owner = (int)((how >> 3) % (N_OWNERS + 1)) - 1;
 	int callback = (how >> 5) & 1;
 	bool null_callback = (how >> 6) == 3;
-	ckvo_options_t options = opt & 0x0f;
+	ckvo_options_t options = opt & 0x1f; /* 0x10: CKVO_OPTION_UNIQUE_CONTEXT */
 	bool bad_options = (opt & 0x80) != 0;
 	bool valid_key;
 	ckvo_key_t key;
@@ -278,14 +278,20 @@ op_observe(int hub, struct input *in)
 	if (bad_options)
 		options |= 0x100;
 
-	/* Contexts are unique per registration, so a duplicate re-uses one. */
+	/*
+	 * Contexts are unique per registration, so a duplicate re-uses one.
+	 * CKVO_OPTION_UNIQUE_CONTEXT keeps its promise here: a registration
+	 * with it, or of the same identity as one made with it, never re-uses
+	 * a live context (the hub does not look such duplicates up).
+	 */
 	i = m.n_obs;
 	if ((opt & 0x40) && m.n_obs > 0) {
 		int j = take(in) % m.n_obs;
 
 		if (m.obs[j].hub == hub && m.obs[j].live && m.obs[j].key == key &&
 		    m.obs[j].object == object && m.obs[j].owner == owner &&
-		    m.obs[j].callback == callback)
+		    m.obs[j].callback == callback &&
+		    ((options | m.obs[j].options) & CKVO_OPTION_UNIQUE_CONTEXT) == 0)
 			duplicate = j;
 	}
 

@@ -99,8 +99,18 @@ typedef uint32_t ckvo_options_t;
 #define CKVO_OPTION_OLD ((ckvo_options_t)1u << 1)     /* carry the old value */
 #define CKVO_OPTION_INITIAL ((ckvo_options_t)1u << 2) /* notify once at registration */
 #define CKVO_OPTION_PRIOR ((ckvo_options_t)1u << 3)   /* also notify before changes */
+/*
+ * A registration promise, not a delivery option: `context` is in no other
+ * live observation of the hub (e.g. a fresh allocation per registration), so
+ * ckvo_observe skips duplicate detection, which makes registration and
+ * removal cheaper. Broken, the promise costs no crash in the hub: the same
+ * context registered twice this way is two observations, and `release`
+ * receives it once for each.
+ */
+#define CKVO_OPTION_UNIQUE_CONTEXT ((ckvo_options_t)1u << 4)
 #define CKVO_OPTIONS_ALL                                                       \
-	(CKVO_OPTION_NEW | CKVO_OPTION_OLD | CKVO_OPTION_INITIAL | CKVO_OPTION_PRIOR)
+	(CKVO_OPTION_NEW | CKVO_OPTION_OLD | CKVO_OPTION_INITIAL | CKVO_OPTION_PRIOR | \
+	    CKVO_OPTION_UNIQUE_CONTEXT)
 
 /* What kind of change happened. The collection kinds carry indexes. */
 typedef enum ckvo_kind {
@@ -251,7 +261,7 @@ CKVO_EXPORT const ckvo_probe_t *ckvo_key_probe(ckvo_hub_t *hub, ckvo_key_t key);
  *
  * A registration with the same owner, object, key, callback and context as a
  * live one changes nothing: it returns CKVO_EEXIST and stores the existing
- * token. On any failure `release` is not called: the caller keeps `context`.
+ * token (unless either was made with CKVO_OPTION_UNIQUE_CONTEXT). On any failure `release` is not called: the caller keeps `context`.
  * Errors: CKVO_EINVAL (NULL hub or callback, unknown key, unknown option
  * bits), CKVO_EEXIST, CKVO_ENOMEM, CKVO_ELOOP (CKVO_OPTION_INITIAL requested
  * while this thread is already CKVO_NESTING_LIMIT dispatches deep).
