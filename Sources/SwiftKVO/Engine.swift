@@ -150,11 +150,17 @@ enum Engine {
         owner: UnsafeRawPointer?, box: EngineObservation
     ) -> KVOError? {
         let context = Unmanaged.passRetained(box).toOpaque()
-        box.beginRegistration()
-        let status = ckvo_observe(
-            hub, object, key, ckvo_options_t(options.rawValue), owner,
-            dispatchTrampoline, context, releaseTrampoline, box.tokenSlot)
-        box.endRegistration(succeeded: status == CKVO_OK)
+        var token: EngineToken = 0
+        let status = withUnsafeMutablePointer(to: &token) { tokenSlot in
+            box.beginRegistration(tokenSlot: tokenSlot)
+            // Each box is a fresh object the engine keeps alive until it
+            // releases it, so its address is in no other live observation.
+            let status = ckvo_observe(
+                hub, object, key, ckvo_options_t(options.rawValue) | CKVO_OPTION_UNIQUE_CONTEXT,
+                owner, dispatchTrampoline, context, releaseTrampoline, tokenSlot)
+            box.endRegistration(succeeded: status == CKVO_OK)
+            return status
+        }
         if status != CKVO_OK {
             // The engine never calls `release` after a failed observe.
             Unmanaged<EngineObservation>.fromOpaque(context).release()
@@ -456,12 +462,13 @@ extension Optional: OptionalValue {
 /// What the engine holds for one Swift observation: the delivery closure
 /// (specialized where the observation was created) and its engine token.
 ///
-/// The token: `ckvo_observe` writes it through `tokenSlot` (a plain store,
-/// after the observation may already be visible to dispatches on other
-/// threads, and before an initial callback on the registering thread). So the
-/// slot is read only by the registering thread while `ckvo_observe` runs
-/// (`registeringThread`); every other reader sees the atomic `published`
-/// copy, stored when `ckvo_observe` returned (0 until then).
+/// The token: `ckvo_observe` writes it through a slot on the registering
+/// thread's stack (a plain store, after the observation may already be
+/// visible to dispatches on other threads, and before an initial callback on
+/// the registering thread). So the slot is read only by the registering thread
+/// while `ckvo_observe` runs (`registeringThread`); every other reader sees
+/// the atomic `published` copy, stored when `ckvo_observe` returned (0 until
+/// then).
 ///
 /// Subclasses carry what their delivery function reads (``TypedObservation``),
 /// so that function captures nothing: calling it is one direct call, with no
@@ -472,8 +479,8 @@ class EngineObservation: @unchecked Sendable {
     @usableFromInline
     let deliver: (EngineChange, EngineObservation) -> Void
 
-    /// Where `ckvo_observe` writes the token.
-    let tokenSlot: UnsafeMutablePointer<EngineToken>
+    /// Where `ckvo_observe` writes the token, while it runs (registering thread only).
+    private var registrationTokenSlot: UnsafeMutablePointer<EngineToken>?
     /// The token once `ckvo_observe` returned successfully.
     private let published = Atomic<UInt64>(0)
     /// The thread inside `ckvo_observe` for this box, or 0.
@@ -486,22 +493,23 @@ class EngineObservation: @unchecked Sendable {
     @usableFromInline
     init(deliver: @escaping (EngineChange, EngineObservation) -> Void) {
         self.deliver = deliver
-        self.tokenSlot = .allocate(capacity: 1)
-        self.tokenSlot.initialize(to: 0)
     }
 
     deinit {
         onRelease?()
-        tokenSlot.deallocate()
     }
 
-    func beginRegistration() {
+    func beginRegistration(tokenSlot: UnsafeMutablePointer<EngineToken>) {
+        registrationTokenSlot = tokenSlot
         registeringThread.store(currentThreadID(), ordering: .relaxed)
     }
 
     func endRegistration(succeeded: Bool) {
-        if succeeded { published.store(tokenSlot.pointee, ordering: .releasing) }
+        if succeeded, let slot = registrationTokenSlot {
+            published.store(slot.pointee, ordering: .releasing)
+        }
         registeringThread.store(0, ordering: .relaxed)
+        registrationTokenSlot = nil
     }
 
     /// The engine token: 0 while another thread is still registering the box
@@ -510,8 +518,10 @@ class EngineObservation: @unchecked Sendable {
     var token: EngineToken {
         let token = published.load(ordering: .acquiring)
         if token != 0 { return token }
-        if registeringThread.load(ordering: .relaxed) == currentThreadID() {
-            return tokenSlot.pointee  // inside ckvo_observe on this thread (initial callback)
+        if registeringThread.load(ordering: .relaxed) == currentThreadID(),
+            let slot = registrationTokenSlot
+        {
+            return slot.pointee  // inside ckvo_observe on this thread (initial callback)
         }
         return 0
     }
@@ -537,19 +547,22 @@ private let releaseTrampoline: ckvo_release_t = { context in
 
 /// A small thread-local slot (pthread key) holding one object per thread.
 final class ThreadLocal<Value: AnyObject>: @unchecked Sendable {
-    private var key = pthread_key_t()
+    private let key: pthread_key_t
 
     init() {
+        var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
             guard let pointer else { return }
             Unmanaged<AnyObject>.fromOpaque(pointer).release()
         }
+        self.key = key
     }
 
     /// This thread's value, created on first use.
     func value(_ make: () -> Value) -> Value {
         if let pointer = pthread_getspecific(key) {
-            return Unmanaged<AnyObject>.fromOpaque(pointer).takeUnretainedValue() as! Value
+            return unsafeDowncast(
+                Unmanaged<AnyObject>.fromOpaque(pointer).takeUnretainedValue(), to: Value.self)
         }
         let value = make()
         pthread_setspecific(key, Unmanaged<AnyObject>.passRetained(value as AnyObject).toOpaque())
@@ -559,7 +572,7 @@ final class ThreadLocal<Value: AnyObject>: @unchecked Sendable {
     /// This thread's value if it has one.
     var currentValue: Value? {
         pthread_getspecific(key).map {
-            Unmanaged<AnyObject>.fromOpaque($0).takeUnretainedValue() as! Value
+            unsafeDowncast(Unmanaged<AnyObject>.fromOpaque($0).takeUnretainedValue(), to: Value.self)
         }
     }
 }

@@ -264,7 +264,7 @@ enum KeyPathRegistry {
         // A per-thread cache first: manual will/did calls resolve on every
         // change and must not contend on the registry lock.
         let local = resolvedCache.value { ResolvedCache() }
-        if let cached = local.entries[keyPath] { return cached }
+        if let cached = local.lookup(keyPath) { return cached }
         if let cached = state.withLock({ $0.resolved[keyPath] }) {
             local.remember(keyPath, cached)
             return cached
@@ -306,13 +306,45 @@ enum KeyPathRegistry {
         return interned
     }
 
-    /// Resolved key paths seen by one thread (bounded).
+    /// Resolved key paths seen by one thread (bounded): by key path identity
+    /// first, then by equality. A key path literal is one instance per source
+    /// site, so a registration repeated at one site finds its entry without
+    /// hashing the key path (which walks all its components).
     final class ResolvedCache {
-        var entries: [AnyKeyPath: ResolvedKeyPath] = [:]
+        private var entries: [AnyKeyPath: ResolvedKeyPath] = [:]
+        /// The latest key path instances, direct-mapped by address. Each entry
+        /// keeps its key path alive, so no other key path can appear at an
+        /// address while it is cached.
+        private let recent: UnsafeMutablePointer<(keyPath: AnyKeyPath, resolved: ResolvedKeyPath)?>
+        private static let recentCount = 64
+
+        init() {
+            recent = .allocate(capacity: Self.recentCount)
+            recent.initialize(repeating: nil, count: Self.recentCount)
+        }
+
+        deinit {
+            recent.deinitialize(count: Self.recentCount)
+            recent.deallocate()
+        }
+
+        func lookup(_ keyPath: AnyKeyPath) -> ResolvedKeyPath? {
+            let entry = recent + Self.index(of: keyPath)
+            if let cached = entry.pointee, cached.keyPath === keyPath { return cached.resolved }
+            guard let resolved = entries[keyPath] else { return nil }
+            entry.pointee = (keyPath, resolved)
+            return resolved
+        }
 
         func remember(_ keyPath: AnyKeyPath, _ resolved: ResolvedKeyPath) {
             if entries.count >= 256 { entries.removeAll(keepingCapacity: true) }
             entries[keyPath] = resolved
+            recent[Self.index(of: keyPath)] = (keyPath, resolved)
+        }
+
+        private static func index(of keyPath: AnyKeyPath) -> Int {
+            let address = UInt(bitPattern: ObjectIdentifier(keyPath))
+            return Int(truncatingIfNeeded: (address >> 4) ^ (address >> 10)) & (recentCount - 1)
         }
     }
 
