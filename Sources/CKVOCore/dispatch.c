@@ -65,7 +65,9 @@ struct snapshot {
 /* The state of one delivery loop. */
 struct delivery {
 	const ckvo_change_t *change;
-	ckvo_change_t view;         /* what the current callee receives */
+	ckvo_change_t *view;        /* what the current callee receives (apart, so
+	                             * that callees, which get its address, cannot
+	                             * reach the rest: it stays in registers) */
 	ckvo_options_t allowed;     /* values_allowed() */
 	ckvo_options_t view_values; /* the values `view` currently carries */
 	ckvo_options_t required;    /* CKVO_OPTION_PRIOR for a prior dispatch */
@@ -96,11 +98,11 @@ deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry
 		return;
 	values = options & d->allowed;
 	if (CKVO_UNLIKELY(values != d->view_values)) {
-		d->view.new_value = (values & CKVO_OPTION_NEW) ? d->change->new_value : NULL;
-		d->view.old_value = (values & CKVO_OPTION_OLD) ? d->change->old_value : NULL;
+		d->view->new_value = (values & CKVO_OPTION_NEW) ? d->change->new_value : NULL;
+		d->view->old_value = (values & CKVO_OPTION_OLD) ? d->change->old_value : NULL;
 		d->view_values = values;
 	}
-	entry->callback(&d->view, entry->context);
+	entry->callback(d->view, entry->context);
 }
 
 /* The published list of `slot` and its length at this moment. */
@@ -172,20 +174,22 @@ deliver_merged(struct delivery *d, const struct snapshot *a, const struct snapsh
 
 /* Prepares the view callees receive: the change as a prior or post notification. */
 static inline void
-delivery_init(struct delivery *d, const ckvo_change_t *change, bool prior)
+delivery_init(struct delivery *d, ckvo_change_t *view, const ckvo_change_t *change, bool prior)
 {
 	d->change = change;
-	d->view = *change;
-	d->view.is_prior = prior;
-	d->view.is_initial = false;
+	*view = *change;
+	view->is_prior = prior;
+	view->is_initial = false;
+	d->view = view;
 	d->allowed = values_allowed(change, prior);
 	d->view_values = d->allowed;
-	d->view.new_value = (d->allowed & CKVO_OPTION_NEW) ? change->new_value : NULL;
-	d->view.old_value = (d->allowed & CKVO_OPTION_OLD) ? change->old_value : NULL;
+	view->new_value = (d->allowed & CKVO_OPTION_NEW) ? change->new_value : NULL;
+	view->old_value = (d->allowed & CKVO_OPTION_OLD) ? change->old_value : NULL;
 	d->required = prior ? CKVO_OPTION_PRIOR : 0;
 }
 
-static ckvo_status_t
+/* Inlined into will/did, so `prior` is a constant and a did-change loop tests no option. */
+static inline __attribute__((always_inline)) ckvo_status_t
 dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 {
 	struct ckvo_thread *thread = &ckvo__thread;
@@ -193,6 +197,7 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 	ck_epoch_record_t *record;
 	struct snapshot specific, wildcard;
 	struct delivery d;
+	ckvo_change_t view;
 
 	if (CKVO_UNLIKELY(hub == NULL || change == NULL))
 		return CKVO_EINVAL;
@@ -216,7 +221,7 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 		snapshot_take(&specific, slot_lookup(hub, info, change->object));
 
 	if (specific.count != 0 || wildcard.count != 0) {
-		delivery_init(&d, change, prior);
+		delivery_init(&d, &view, change, prior);
 		if (wildcard.count == 0)
 			deliver_list(&d, &specific);
 		else if (specific.count == 0)

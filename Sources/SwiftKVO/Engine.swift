@@ -531,9 +531,9 @@ class EngineObservation: @unchecked Sendable {
 /// (the engine keeps it alive until after a grace period) and calls its
 /// delivery closure, held in a `let`.
 private let dispatchTrampoline: ckvo_callback_t = { change, context in
-    guard let change, let context else { return }
-    Unmanaged<EngineObservation>.fromOpaque(context)._withUnsafeGuaranteedRef { box in
-        box.deliver(EngineChange(change), box)
+    // The engine never passes NULL for either.
+    Unmanaged<EngineObservation>.fromOpaque(context.unsafelyUnwrapped)._withUnsafeGuaranteedRef { box in
+        box.deliver(EngineChange(change.unsafelyUnwrapped), box)
     }
 }
 
