@@ -48,31 +48,10 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     /// Whether observed objects are retained until unobserved.
     public let retainsObserved: Bool
 
-    final class Entry {
-        let box: EngineObservation?
-        let thread: UInt
-        var registering = true
-        var cancelled = false
-        /// For a key-path chain: the chain's token.
-        var chain: ObservationToken?
-
-        init(box: EngineObservation?, thread: UInt) {
-            self.box = box
-            self.thread = thread
-        }
-    }
-
-    final class ObjectRecord {
-        var strongObject: AnyObject?
-        weak var weakObject: AnyObject?
-        var entries: [ObjectIdentifier: Entry] = [:]
-
-        init(object: AnyObject, retains: Bool) {
-            if retains { strongObject = object } else { weakObject = object }
-        }
-
-        var object: AnyObject? { strongObject ?? weakObject }
-    }
+    // Not nested types: nested in this generic class they would be generic
+    // too, and every registration would look their metadata up at run time.
+    typealias Entry = KVOControllerEntry
+    typealias ObjectRecord = KVOControllerRecord
 
     private let records = LockedState<[UInt: ObjectRecord]>([:])
 
@@ -365,6 +344,35 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         if cancelled { token.invalidate() }
         return nil
     }
+}
+
+/// One registration of a ``KVOController``: its box, or its chain's token.
+final class KVOControllerEntry {
+    let box: EngineObservation?
+    let thread: UInt
+    var registering = true
+    var cancelled = false
+    /// For a key-path chain: the chain's token.
+    var chain: ObservationToken?
+
+    init(box: EngineObservation?, thread: UInt) {
+        self.box = box
+        self.thread = thread
+    }
+}
+
+/// What a ``KVOController`` observes on one object: the object (strongly or
+/// weakly held) and an entry per key path.
+final class KVOControllerRecord {
+    var strongObject: AnyObject?
+    weak var weakObject: AnyObject?
+    var entries: [ObjectIdentifier: KVOControllerEntry] = [:]
+
+    init(object: AnyObject, retains: Bool) {
+        if retains { strongObject = object } else { weakObject = object }
+    }
+
+    var object: AnyObject? { strongObject ?? weakObject }
 }
 
 extension Deliveries {
