@@ -19,7 +19,8 @@
 ///
 /// - Observers are held weakly: once one is gone its blocks are never called
 ///   again and a post that meets it removes its registration (deferred,
-///   without taking any lock on the posting path).
+///   without taking any lock on the posting path). Each delivery loads the
+///   observer strongly for the block's duration (a retain and a release).
 /// - Blocks run synchronously on the posting thread, in registration order,
 ///   with no lock held. They must be `@Sendable` and nonisolated, so
 ///   actor-isolated observers are rejected at compile time (hop explicitly, or
