@@ -22,20 +22,24 @@ ENGINE_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -D_GNU_SOURCE \
 TSAN_OPTIONS_RUN := halt_on_error=1 second_deadlock_stack=1
 ASAN_OPTIONS_RUN := detect_leaks=1 halt_on_error=1
 LSAN_OPTIONS_RUN := suppressions=$(CURDIR)/.lsan-suppressions print_suppressions=0
+UBSAN_OPTIONS_RUN := halt_on_error=1 print_stacktrace=1
 
-.PHONY: help deps build lint unit tsan asan test install example quickstart bench fuzz clean
+.PHONY: help deps build lint unit tsan asan unit-release test install example quickstart bench fuzz soak soak-tsan clean
 
 help:
 	@echo "make deps     install Concurrency Kit (libck-dev) if missing"
 	@echo "make build    build the package (debug)"
 	@echo "make lint     compile the C engine with -Wall -Wextra -Werror (gcc)"
-	@echo "make test     the whole suite: plain, ThreadSanitizer, AddressSanitizer"
-	@echo "make unit | tsan | asan   one of those runs"
+	@echo "make test     the whole suite: plain, ThreadSanitizer, AddressSanitizer + UBSan, release checks"
+	@echo "make unit | tsan | asan | unit-release   one of those runs (asan: Address + Leak +"
+	@echo "              UndefinedBehavior on C; unit-release: allocations and 10M memory bounds, -c release)"
 	@echo "make install  PREFIX=...: libckvo.a, libckvo.so, headers, ckvo.pc"
 	@echo "make example  build examples/ with plain cc against a temporary install, run it"
 	@echo "make quickstart  run the README's Swift quick start (examples/QuickStart)"
 	@echo "make bench    SwiftKVO against its peers: swift run -c release Benchmarks $$BENCH_ARGS"
 	@echo "make fuzz     FUZZ_SECONDS=60: libFuzzer on the C API against a model, corpus in Tests/Fuzz"
+	@echo "make soak     SOAK_SECONDS=60: every workload at once, exact accounting, memory back to baseline"
+	@echo "make soak-tsan  SOAK_TSAN_SECONDS=20: the soak in the ThreadSanitizer build of make tsan"
 
 deps:
 	@echo "== deps: Concurrency Kit"
@@ -59,14 +63,27 @@ unit: deps
 
 tsan: deps
 	@echo "== test: ThreadSanitizer"
-	TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" \
+		$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
 
+# UBSan instruments the C targets (engine and test helpers) through -Xcc: swiftc rejects
+# --sanitize=undefined on Linux, and the ASan runtime it links carries UBSan's handlers.
+# halt_on_error makes every UBSan report fail the run.
 asan: deps
-	@echo "== test: AddressSanitizer + LeakSanitizer"
-	ASAN_OPTIONS="$(ASAN_OPTIONS_RUN)" LSAN_OPTIONS="$(LSAN_OPTIONS_RUN)" \
-		$(SWIFT) test --sanitize=address --scratch-path .build-asan
+	@echo "== test: AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer (C targets)"
+	SWIFTKVO_SANITIZER=address ASAN_OPTIONS="$(ASAN_OPTIONS_RUN)" LSAN_OPTIONS="$(LSAN_OPTIONS_RUN)" \
+		UBSAN_OPTIONS="$(UBSAN_OPTIONS_RUN)" \
+		$(SWIFT) test --sanitize=address -Xcc -fsanitize=undefined --scratch-path .build-asan
 
-test: lint unit tsan asan
+# What only an optimized build shows: the allocation tests (a debug build allocates where
+# the optimizer does not) and the memory bounds at full size (10 million short-lived
+# observed objects; 1 million in the debug run).
+unit-release: deps
+	@echo "== test: release build (allocations per notification, memory bounds at 10 million)"
+	SWIFTKVO_LONG_TESTS=1 $(SWIFT) test -c release -Xswiftc -enable-testing \
+		--scratch-path .build-release-tests --filter AllocationTests --filter MemoryBoundTests
+
+test: lint unit tsan asan unit-release
 
 # ------------------------------------------------------------ embedding
 
@@ -150,5 +167,24 @@ fuzz: $(BUILD)/fuzz_api
 		grep -E "^(stat::|Done|INFO: seed|==|fuzz_api:)|SUMMARY|invariant" ; \
 		exit $${PIPESTATUS[0]}
 
+# The soak (Tests/Soak): C API and Swift layer under concurrent churn — threads
+# changing values, observing and unobserving, observers and observed objects
+# dying on other threads, named notifications, threads starting and exiting —
+# with exact accounting of deliveries, removals, releases and lifetimes, and RSS
+# back to its baseline at the end. It stops by itself; see
+# `swift run -c release Soak --help`. soak-tsan reuses make tsan's build folder
+# (debug), so after make tsan only the soak itself is compiled.
+SOAK_SECONDS      ?= 60
+SOAK_TSAN_SECONDS ?= 20
+
+soak: deps
+	@echo "== soak: $(SOAK_SECONDS) s of every workload at once"
+	$(SWIFT) run -c release Soak --seconds $(SOAK_SECONDS)
+
+soak-tsan: deps
+	@echo "== soak under ThreadSanitizer: $(SOAK_TSAN_SECONDS) s"
+	TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) run --sanitize=thread --scratch-path .build-tsan \
+		Soak --seconds $(SOAK_TSAN_SECONDS)
+
 clean:
-	rm -rf $(BUILD) .build .build-tsan .build-asan
+	rm -rf $(BUILD) .build .build-tsan .build-asan .build-release-tests

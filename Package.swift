@@ -68,5 +68,19 @@ let package = Package(
             path: "Benchmarks",
             exclude: ["CFloor", "README.md"]
         ),
+        // The soak test (`make soak`): every workload at once for a bounded time, with exact
+        // accounting. Its C helpers (self-checking callbacks, the event clock) are a target of their own.
+        .target(name: "CSoakSupport", dependencies: ["CKVOCore"], path: "Tests/Soak/CSupport"),
+        .executableTarget(
+            name: "Soak",
+            dependencies: [
+                "CKVOCore",
+                "CSoakSupport",
+                "SwiftKVO",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/Soak",
+            exclude: ["CSupport"]
+        ),
     ]
 )
