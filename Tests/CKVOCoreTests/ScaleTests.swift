@@ -1,5 +1,6 @@
 // SPEC §2.17: registration and removal stay bounded as one key's observer count grows — a
-// million observers on one key. Checked by counts only, never by time (a quadratic engine
+// million observers on one key — and a hub holds a million distinct keys, each observed,
+// dispatched to and named correctly. Checked by counts only, never by time (a quadratic engine
 // makes this suite time out instead).
 
 import CKVOCore
@@ -40,6 +41,61 @@ import Testing
         #expect(hub.stats().pending_releases == 0)
         #expect(hub.did(fake(0), key) == CKVO_OK)
         #expect(ckvots_tally_calls_equal(tally, 1) == count, "a removed observer was called")
+    }
+
+    @Test func millionKeysInternObserveDispatchAndRemove() throws {
+        let hub = TestHub()
+        let count = 1_000_000
+        let half = count / 2
+        var keys = [ckvo_key_t](repeating: 0, count: count)
+
+        #expect(ckvots_keys_intern(hub.raw, "k", count, &keys) == count)
+        #expect(hub.stats().keys == count)
+        #expect(Set(keys).count == count, "distinct names got distinct keys")
+        #expect(!keys.contains(0))
+        #expect(ckvots_keys_names_match(hub.raw, "k", keys, count) == count, "ckvo_key_name round-trips")
+        var again = [ckvo_key_t](repeating: 0, count: count)
+        #expect(ckvots_keys_intern(hub.raw, "k", count, &again) == count)
+        #expect(again == keys, "interning a name again returns its key")
+        #expect(hub.stats().keys == count, "interning again added keys")
+        #expect(ckvo_key_name(hub.raw, keys.max()! &+ 1) == nil)
+
+        // The first half observed on one object, the second half on every object (wildcard).
+        let tally = try #require(ckvots_tally_create(count))
+        defer { ckvots_tally_destroy(tally) }
+        var tokens = [ckvo_token_t](repeating: 0, count: count)
+        var firstError = CKVO_OK
+        let registered = keys.withUnsafeBufferPointer { keys in
+            tokens.withUnsafeMutableBufferPointer { tokens in
+                ckvots_tally_observe_keys(
+                    tally, 0, hub.raw, fake(0), keys.baseAddress, half, tokens.baseAddress, &firstError)
+                    + ckvots_tally_observe_keys(
+                        tally, half, hub.raw, nil, keys.baseAddress! + half, count - half,
+                        tokens.baseAddress! + half, &firstError)
+            }
+        }
+        #expect(registered == count, "first failure: \(firstError)")
+        #expect(hub.stats().observations == count)
+        #expect(Set(tokens).count == count, "tokens are unique")
+        #expect(ckvots_keys_with_observers(hub.raw, fake(0), keys, count) == count)
+
+        #expect(ckvots_announce_keys(hub.raw, fake(0), keys, count) == count)
+        #expect(ckvots_tally_calls_equal(tally, 1) == count, "every observer called exactly once")
+        #expect(ckvots_announce_keys(hub.raw, fake(1), keys, count) == count)
+        #expect(ckvots_tally_calls_equal(tally, 1) == half, "an object's observer called for another object")
+        #expect(ckvots_tally_calls_equal(tally, 2) == count - half, "a wildcard observer missed a change")
+
+        #expect(ckvots_unobserve_all(hub.raw, tokens, nil, count) == count)
+        #expect(hub.stats().observations == 0)
+        #expect(hub.flush() == CKVO_OK)
+        #expect(ckvots_tally_releases_equal(tally, 1) == count, "every context released exactly once")
+        #expect(hub.stats().pending_releases == 0)
+        #expect(ckvots_announce_keys(hub.raw, fake(0), keys, count) == count)
+        #expect(ckvots_tally_calls_equal(tally, 1) == half, "a removed observer was called")
+        #expect(ckvots_keys_names_match(hub.raw, "k", keys, count) == count, "keys outlive their observers")
+        #expect(hub.stats().keys == count)
+        #expect(hub.destroy() == CKVO_OK)
+        #expect(ckvots_tally_releases_equal(tally, 1) == count, "destroy released a context again")
     }
 
     @Test func manyObjectsWithOneObserverEach() throws {

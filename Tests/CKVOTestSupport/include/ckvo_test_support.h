@@ -4,7 +4,9 @@
  * Everything here exists because it is awkward or impossible in Swift:
  * C11 atomics shared between raw pthreads, a callback that records into a
  * thread-safe log, per-context release counting, fork(), pthread_exit() from
- * inside a callback, and the values of preprocessor macros Swift cannot import.
+ * inside a callback, the values of preprocessor macros Swift cannot import,
+ * loops of millions of calls (a debug Swift loop would dominate their cost)
+ * and the resident set size.
  * Prefix: ckvots_ ("ckvo test support"). One concept per .c file; the section
  * names below are the file names.
  *
@@ -288,6 +290,65 @@ int ckvots_thread_exit_in_callback(ckvo_hub_t *hub, const void *object, ckvo_key
  */
 size_t ckvots_short_lived_dispatchers(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
     size_t total, unsigned concurrent);
+
+/* ------------------------------------------------------------- churn.c */
+
+/*
+ * The process's resident set size in bytes (/proc/self/statm resident pages
+ * times the page size); 0 if it cannot be read.
+ */
+size_t ckvots_resident_bytes(void);
+
+/*
+ * Observe/unobserve cycles on one hub, for memory bounds. The churn keeps a
+ * ring of `window` live observations: cycle i removes the one registered
+ * `window` cycles earlier (if any) and registers a new one on
+ * objects[i % object_count] and a key rotating through `keys` (so every
+ * (object, key) pair comes up), with no options and its own owner; every
+ * 64th cycle also announces a change of that pair. Callbacks and releases are
+ * counted on the churn. Used by one thread at a time.
+ */
+typedef struct ckvots_churn ckvots_churn_t;
+
+/* Copies `keys` and `objects`; NULL for an empty list, a zero window or out of memory. */
+ckvots_churn_t *ckvots_churn_create(ckvo_hub_t *hub, const ckvo_key_t *keys, size_t key_count,
+    const void *const *objects, size_t object_count, size_t window);
+/* Does not unobserve: drain and flush (or destroy the hub) first. */
+void ckvots_churn_destroy(ckvots_churn_t *churn);
+/* Runs `cycles` more cycles; returns how many had every call return CKVO_OK. */
+size_t ckvots_churn_run(ckvots_churn_t *churn, size_t cycles);
+/* Unobserves the ring's live observations; returns how many returned CKVO_OK. */
+size_t ckvots_churn_drain(ckvots_churn_t *churn);
+/* Successful registrations, callback calls and releases so far. */
+uint64_t ckvots_churn_observed(const ckvots_churn_t *churn);
+uint64_t ckvots_churn_calls(const ckvots_churn_t *churn);
+uint64_t ckvots_churn_releases(const ckvots_churn_t *churn);
+
+/* -------------------------------------------------------------- keys.c */
+
+/*
+ * Interns "<prefix><i>" for i in [0, count) into keys[i]. Returns how many
+ * succeeded (it stops at the first failure).
+ */
+size_t ckvots_keys_intern(ckvo_hub_t *hub, const char *prefix, size_t count, ckvo_key_t *keys);
+/* How many i in [0, count) have ckvo_key_name(hub, keys[i]) equal to "<prefix><i>". */
+size_t ckvots_keys_names_match(ckvo_hub_t *hub, const char *prefix, const ckvo_key_t *keys,
+    size_t count);
+/*
+ * Registers tally slot first_slot + i as an observation of (object, keys[i])
+ * with no options, for i in [0, count), storing tokens in `tokens`. Returns
+ * the number of CKVO_OK results; stops at the first failure and stores it in
+ * `*first_error`.
+ */
+size_t ckvots_tally_observe_keys(ckvots_tally_t *tally, size_t first_slot, ckvo_hub_t *hub,
+    const void *object, const ckvo_key_t *keys, size_t count, ckvo_token_t *tokens,
+    ckvo_status_t *first_error);
+/* Announces a change of (object, keys[i]) for each i; returns how many returned CKVO_OK. */
+size_t ckvots_announce_keys(ckvo_hub_t *hub, const void *object, const ckvo_key_t *keys,
+    size_t count);
+/* How many of `keys` ckvo_has_observers reports for `object`. */
+size_t ckvots_keys_with_observers(ckvo_hub_t *hub, const void *object, const ckvo_key_t *keys,
+    size_t count);
 
 #ifdef __cplusplus
 }
