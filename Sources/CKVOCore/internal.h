@@ -145,7 +145,7 @@ struct ckvo_keyinfo {
 	struct ckvo_slot *wildcard;   /* observers of every object (atomic) */
 	struct ckvo_slot *hint;       /* the key's newest object slot, or NULL (atomic) */
 	ckvo_probe_t probe;           /* live observations of this key (atomic) */
-	uint64_t object_slots;        /* slots with a non-NULL object (atomic) */
+	uint64_t object_slots;        /* slots with a non-NULL object (atomic; writers under the lock) */
 	ckvo_getter_t getter;         /* set once, under the writer lock */
 
 	/* Immutable after interning. */
@@ -317,6 +317,16 @@ bool ckvo__groups_init(ck_hs_t *hs);
 unsigned long ckvo__name_hash(const ck_hs_t *hs, const char *name, size_t length);
 unsigned long ckvo__identity_hash(const ck_hs_t *hs, const struct ckvo_observation *obs);
 unsigned long ckvo__group_hash(const ck_hs_t *hs, const void *pointer);
+
+/*
+ * Adds `delta` to a counter that readers load lock-free but only writers
+ * change, under the hub lock: a store, not a locked read-modify-write.
+ */
+static inline void
+ckvo__writer_add(uint64_t *counter, int64_t delta)
+{
+	ck_pr_store_64(counter, ck_pr_load_64(counter) + (uint64_t)delta);
+}
 
 /* hub.c / reclaim.c: the writer protocol */
 void ckvo__hub_lock(struct ckvo_hub *hub);

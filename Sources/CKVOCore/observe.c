@@ -147,7 +147,7 @@ slot_publish(struct ckvo_hub *hub, struct ckvo_slot *slot)
 	if (group->head != NULL)
 		group->head->group_prev = slot;
 	group->head = slot;
-	ck_pr_inc_64(&info->object_slots);
+	ckvo__writer_add(&info->object_slots, 1);
 	ck_pr_store_ptr(&info->hint, slot);
 	return true;
 }
@@ -167,7 +167,7 @@ slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
 			ck_pr_store_ptr(&info->hint, NULL);
 		(void)ck_hs_remove(&hub->slots,
 		    ckvo__slot_hash(&hub->slots, slot->id.object, slot->id.key), slot);
-		ck_pr_dec_64(&info->object_slots);
+		ckvo__writer_add(&info->object_slots, -1);
 		if (slot->group_prev != NULL)
 			slot->group_prev->group_next = slot->group_next;
 		else
@@ -189,13 +189,13 @@ observation_indexed(const struct ckvo_observation *obs)
 	return (obs->options & CKVO_OPTION_UNIQUE_CONTEXT) == 0;
 }
 
-/* Counts an observation in its key's probe (ckvo_probe_t), by `delta`. */
+/* Counts an observation in its key's probe (ckvo_probe_t), by `delta` (under the lock). */
 static void
 key_count(struct ckvo_keyinfo *info, ckvo_options_t options, int delta)
 {
-	ck_pr_add_64(&info->probe.observations, (uint64_t)(int64_t)delta);
+	ckvo__writer_add(&info->probe.observations, delta);
 	if ((options & CKVO_OPTION_PRIOR) != 0)
-		ck_pr_add_64(&info->probe.prior_observations, (uint64_t)(int64_t)delta);
+		ckvo__writer_add(&info->probe.prior_observations, delta);
 }
 
 /*
