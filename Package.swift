@@ -39,16 +39,20 @@ let package = Package(
             name: "SwiftKVOTestSupport",
             path: "Tests/SwiftKVOTestSupport"
         ),
+        // Runs one test in a process of its own (memory-bound tests measure the whole process).
+        .target(name: "IsolatedRunSupport", path: "Tests/IsolatedRunSupport"),
         .testTarget(
             name: "SwiftKVOTests",
-            dependencies: ["SwiftKVO", "SwiftKVOTestSupport"],
+            dependencies: ["SwiftKVO", "SwiftKVOTestSupport", "IsolatedRunSupport"],
             path: "Tests/SwiftKVOTests"
         ),
         // The README's Swift quick start, run by `make quickstart`.
         .executableTarget(name: "QuickStart", dependencies: ["SwiftKVO"], path: "examples/QuickStart"),
         // C helpers for CKVOCoreTests: recording callbacks, atomics, barriers, fork, pthread_exit.
         .target(name: "CKVOTestSupport", dependencies: ["CKVOCore"], path: "Tests/CKVOTestSupport"),
-        .testTarget(name: "CKVOCoreTests", dependencies: ["CKVOCore", "CKVOTestSupport"], path: "Tests/CKVOCoreTests"),
+        .testTarget(
+            name: "CKVOCoreTests", dependencies: ["CKVOCore", "CKVOTestSupport", "IsolatedRunSupport"],
+            path: "Tests/CKVOCoreTests"),
         // Benchmarks (SPEC.md §5): `swift run -c release Benchmarks`. The C floor and the C
         // callback the SwiftKVO C API peer registers live in their own tiny C target.
         .target(

@@ -17,6 +17,7 @@
 import CKVOCore
 import CKVOTestSupport
 import Foundation
+import IsolatedRunSupport
 import Testing
 
 /// A sanitizer this run is built with, from `SWIFTKVO_SANITIZER` or the compiler; nil if none.
@@ -24,47 +25,6 @@ let sanitizerRun: String? = {
     if let value = getenv("SWIFTKVO_SANITIZER"), value.pointee != 0 { return String(cString: value) }
     return ckvots_sanitizer_active() ? "detected at build time" : nil
 }()
-
-/// Whether this process is the child `runIsolated` started for the test named `name`.
-func isIsolatedChild(_ name: String) -> Bool {
-    guard let value = getenv("SWIFTKVO_ISOLATED_TEST") else { return false }
-    return String(cString: value) == name
-}
-
-/// Runs this test executable again, with only the tests matching `filter`, and
-/// SWIFTKVO_ISOLATED_TEST=`name` in its environment. Returns its exit status and output. A child
-/// still running after `seconds` is terminated (a hang guard, not a measurement).
-func runIsolated(filter: String, name: String, seconds: Double = 900) async throws
-    -> (status: Int32, output: String)
-{
-    // Waits on a thread of its own: blocking a Swift concurrency thread for the child's whole run
-    // would keep other tests from running meanwhile.
-    try await withCheckedThrowingContinuation { continuation in
-        Thread {
-            continuation.resume(with: Result { try runChild(filter: filter, name: name, seconds: seconds) })
-        }.start()
-    }
-}
-
-private func runChild(filter: String, name: String, seconds: Double) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(
-        fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-    process.arguments = ["--testing-library", "swift-testing", "--filter", filter]
-    var environment = ProcessInfo.processInfo.environment
-    environment["SWIFTKVO_ISOLATED_TEST"] = name
-    process.environment = environment
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
-    DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    watchdog.cancel()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
-}
 
 @Suite struct MemoryBoundTests {
     /// The allowed growth of the resident set. Live data stays tiny (at most 64 churned

@@ -15,6 +15,7 @@
 // million objects would be slow: the test then runs 100,000 in process and checks only the counts.
 
 import Foundation
+import IsolatedRunSupport
 import SwiftKVOTestSupport
 import Testing
 @testable import SwiftKVO
@@ -143,8 +144,8 @@ private final class Ephemeral: KeyValueObservable, @unchecked Sendable {
             #expect(outcome.released == 100_000, "every handler closure released exactly once")
             return
         }
-        guard ProcessInfo.processInfo.environment["SWIFTKVO_ISOLATED_TEST"] == name else {
-            let child = try await Self.runIsolated(filter: "SwiftKVOTests.MemoryBoundTests/\(name)", name: name)
+        guard isIsolatedChild(name) else {
+            let child = try await runIsolated(filter: "SwiftKVOTests.MemoryBoundTests/\(name)", name: name)
             #expect(child.status == 0, "the isolated run failed:\n\(child.output)")
             for line in child.output.split(separator: "\n") where line.contains("memory-bound:") {
                 print(line)
@@ -165,42 +166,5 @@ private final class Ephemeral: KeyValueObservable, @unchecked Sendable {
         #expect(outcome.released == warmUp + count, "every handler closure released exactly once")
         #expect(outcome.before > 0, "/proc/self/statm unreadable")
         #expect(growth <= Self.bound, "resident set grew by \(growth) bytes over \(count) objects")
-    }
-
-    /// Runs this test executable again, with only the tests matching `filter`, and
-    /// SWIFTKVO_ISOLATED_TEST=`name` in its environment. Returns its exit status and output. A
-    /// child still running after `seconds` is terminated (a hang guard, not a measurement).
-    static func runIsolated(filter: String, name: String, seconds: Double = 900) async throws
-        -> (status: Int32, output: String)
-    {
-        // Waits on a thread of its own: blocking a Swift concurrency thread for the child's whole run
-        // would keep other tests from running meanwhile.
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(with: Result { try runChild(filter: filter, name: name, seconds: seconds) })
-            }.start()
-        }
-    }
-
-    private static func runChild(filter: String, name: String, seconds: Double) throws
-        -> (status: Int32, output: String)
-    {
-        let process = Process()
-        process.executableURL = URL(
-            fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        process.arguments = ["--testing-library", "swift-testing", "--filter", filter]
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFTKVO_ISOLATED_TEST"] = name
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        watchdog.cancel()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
     }
 }

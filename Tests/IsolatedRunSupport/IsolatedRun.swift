@@ -1,0 +1,47 @@
+// Running one test in a process of its own, for measurements that belong to the whole process
+// (the resident set): Swift Testing runs every suite in parallel in one process, so a test that
+// measures RSS starts its test executable again, filtered to itself, with SWIFTKVO_ISOLATED_TEST
+// naming it, and the child does the measuring.
+
+import Foundation
+
+/// Whether this process is the child ``runIsolated(filter:name:seconds:)`` started for the test
+/// named `name`.
+public func isIsolatedChild(_ name: String) -> Bool {
+    ProcessInfo.processInfo.environment["SWIFTKVO_ISOLATED_TEST"] == name
+}
+
+/// Runs this test executable again, with only the tests matching `filter`, and
+/// SWIFTKVO_ISOLATED_TEST=`name` in its environment. Returns its exit status and output. A child
+/// still running after `seconds` is terminated (a hang guard, not a measurement).
+public func runIsolated(filter: String, name: String, seconds: Double = 900) async throws
+    -> (status: Int32, output: String)
+{
+    // Waits on a thread of its own: blocking a Swift concurrency thread for the child's whole run
+    // would keep other tests from running meanwhile.
+    try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(with: Result { try runChild(filter: filter, name: name, seconds: seconds) })
+        }.start()
+    }
+}
+
+private func runChild(filter: String, name: String, seconds: Double) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(
+        fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    process.arguments = ["--testing-library", "swift-testing", "--filter", filter]
+    var environment = ProcessInfo.processInfo.environment
+    environment["SWIFTKVO_ISOLATED_TEST"] = name
+    process.environment = environment
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
+    DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    watchdog.cancel()
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+}
