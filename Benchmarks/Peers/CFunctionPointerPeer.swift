@@ -4,13 +4,14 @@
 
 import CBenchFloor
 
-struct CFunctionPointerPeer: Peer {
+struct CFunctionPointerPeer: FixtureFactories {
     let id = "c-floor"
     let title = "C function pointers, C loop (floor)"
+    let fanOutIsThreadSafe = true
 
     /// Observers of one subject; `run` calls the C loop. Safe on several threads at
     /// once because nothing observes or unobserves meanwhile.
-    final class FanOut: Fixture, @unchecked Sendable {
+    final class FanOut: FanOutFixture, @unchecked Sendable {
         let subject: OpaquePointer
         let unitsPerIteration: Int
         init(observers: Int) {
@@ -26,7 +27,7 @@ struct CFunctionPointerPeer: Peer {
         func tearDown() { cbench_subject_destroy(subject) }
     }
 
-    final class ManySubjects: Fixture, @unchecked Sendable {
+    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
         let subjects: UnsafeMutablePointer<OpaquePointer?>
         let count: Int
         var cursor = 0
@@ -50,34 +51,22 @@ struct CFunctionPointerPeer: Peer {
         }
     }
 
-    /// Single-threaded: the floor has no synchronization, so no concurrent dispatcher.
-    final class Churn: Fixture, @unchecked Sendable {
+    /// One churn pair: observe the fan-out's subject, then unobserve by id. Single-threaded:
+    /// the floor has no synchronization, so no concurrent dispatcher.
+    struct Churn: ChurnPair {
         let subject: OpaquePointer
-        let unitsPerIteration = 1
-        var unitsAreCallbacks: Bool { false }
-        init(observers: Int) {
-            subject = cbench_subject_create()!
-            for i in 0..<observers {
-                precondition(cbench_subject_observe(
-                    subject, cbench_tick_callback, UnsafeMutableRawPointer(bitPattern: i + 1), nil) == 0)
-            }
+        func observeAndUnobserve() {
+            var id: UInt64 = 0
+            cbench_subject_observe(subject, cbench_tick_callback, nil, &id)
+            cbench_subject_unobserve(subject, id)
         }
-        func run(_ iterations: Int) {
-            for _ in 0..<iterations {
-                var id: UInt64 = 0
-                cbench_subject_observe(subject, cbench_tick_callback, nil, &id)
-                cbench_subject_unobserve(subject, id)
-            }
-        }
-        func tearDown() { cbench_subject_destroy(subject) }
     }
 
-    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
     func makeNoObserverSetter() -> (any Fixture)? { NoObservers() }
-    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
-        concurrentDispatcher ? nil : Churn(observers: observers)
+        if concurrentDispatcher { return nil }
+        let fanOut = FanOut(observers: observers)
+        return ChurnFixture(on: fanOut, pair: Churn(subject: fanOut.subject))
     }
 
     final class NoObservers: Fixture, @unchecked Sendable {

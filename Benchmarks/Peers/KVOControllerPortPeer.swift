@@ -171,9 +171,10 @@ final class PortController: @unchecked Sendable {
     }
 }
 
-struct KVOControllerPortPeer: Peer {
+struct KVOControllerPortPeer: FixtureFactories {
     let id = "kvocontroller-port"
     let title = "KVOController's design in Swift (mutex, change dict)"
+    let fanOutIsThreadSafe = true
 
     static let keyPath = "value"
 
@@ -200,7 +201,7 @@ struct KVOControllerPortPeer: Peer {
         }
     }
 
-    final class FanOut: Fixture, @unchecked Sendable {
+    final class FanOut: FanOutFixture, @unchecked Sendable {
         let subject = Subject()
         var observers: [Observer] = []
         let unitsPerIteration: Int
@@ -219,7 +220,7 @@ struct KVOControllerPortPeer: Peer {
         func tearDown() { for observer in observers.reversed() { observer.kvo.unobserveAll() } }
     }
 
-    final class ManySubjects: Fixture, @unchecked Sendable {
+    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
         let subjects: [Subject]
         var observers: [Observer] = []
         var cursor = 0
@@ -244,44 +245,29 @@ struct KVOControllerPortPeer: Peer {
         func tearDown() { for observer in observers.reversed() { observer.kvo.unobserveAll() } }
     }
 
-    final class Churn: Fixture, @unchecked Sendable {
-        let fanOut: FanOut
+    /// One churn pair: the churn observer's controller observes the fan-out's subject, then
+    /// unobserves it.
+    struct Churn: ChurnPair {
+        let subject: Subject
         let observer = Observer()
-        let dispatcher: BackgroundLoop?
-        let unitsPerIteration = 1
-        var unitsAreCallbacks: Bool { false }
-        init(observers: Int, concurrentDispatcher: Bool) {
-            fanOut = FanOut(observers: observers)
-            let subject = fanOut.subject
-            dispatcher = concurrentDispatcher ? BackgroundLoop { subject.value = 1 } : nil
-        }
-        func run(_ iterations: Int) {
-            let subject = fanOut.subject
-            for _ in 0..<iterations {
-                observer.observe(subject)
-                observer.kvo.unobserve(subject, keyPath: KVOControllerPortPeer.keyPath)
-            }
-        }
-        func tearDown() {
-            dispatcher?.stop()
-            fanOut.tearDown()
+        func observeAndUnobserve() {
+            observer.observe(subject)
+            observer.kvo.unobserve(subject, keyPath: KVOControllerPortPeer.keyPath)
         }
     }
 
-    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
-    func makeNoObserverSetter() -> (any Fixture)? { FanOut(observers: 0) }
-    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
-        Churn(observers: observers, concurrentDispatcher: concurrentDispatcher)
+        let fanOut = FanOut(observers: observers)
+        let subject = fanOut.subject
+        return ChurnFixture(on: fanOut, pair: Churn(subject: subject), concurrentDispatcher: concurrentDispatcher) {
+            subject.value = 1
+        }
     }
 
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
-        let observers = (0..<observations).map { _ in Observer() }
-        let subjects = (0..<(perObject ? observations : 1)).map { _ in Subject() }
-        return measureHeap(observations: observations) {
-            for i in 0..<observations { observers[i].observe(subjects[perObject ? i : 0]) }
-        } release: {
+        measureObservations(observations, perObject: perObject, observer: Observer.init, subject: Subject.init) {
+            subject, observer in observer.observe(subject)
+        } release: { _, observers, _ in
             for observer in observers.reversed() { observer.kvo.unobserveAll() }
         }
     }

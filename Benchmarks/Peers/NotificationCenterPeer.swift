@@ -7,9 +7,10 @@
 import CBenchFloor
 import Foundation
 
-struct NotificationCenterPeer: Peer {
+struct NotificationCenterPeer: FixtureFactories {
     let id = "notificationcenter"
     let title = "Foundation NotificationCenter"
+    let fanOutIsThreadSafe = true
 
     static let valueDidChange = Notification.Name("BenchValueDidChange")
 
@@ -31,7 +32,7 @@ struct NotificationCenterPeer: Peer {
         }
     }
 
-    final class FanOut: Fixture, @unchecked Sendable {
+    final class FanOut: FanOutFixture, @unchecked Sendable {
         let center = NotificationCenter()
         let subject: Subject
         var tokens: [NSObjectProtocol] = []
@@ -54,7 +55,7 @@ struct NotificationCenterPeer: Peer {
         }
     }
 
-    final class ManySubjects: Fixture, @unchecked Sendable {
+    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
         let center = NotificationCenter()
         let subjects: [Subject]
         var tokens: [NSObjectProtocol] = []
@@ -81,51 +82,35 @@ struct NotificationCenterPeer: Peer {
         }
     }
 
-    final class Churn: Fixture, @unchecked Sendable {
-        let fanOut: FanOut
+    /// One churn pair: add a block observer for the fan-out's subject, then remove it.
+    struct Churn: ChurnPair {
+        let center: NotificationCenter
+        let subject: Subject
         let observer = BenchObserver()
-        let dispatcher: BackgroundLoop?
-        let unitsPerIteration = 1
-        var unitsAreCallbacks: Bool { false }
-        init(observers: Int, concurrentDispatcher: Bool) {
-            fanOut = FanOut(observers: observers)
-            let subject = fanOut.subject
-            dispatcher = concurrentDispatcher ? BackgroundLoop { subject.value = 1 } : nil
-        }
-        func run(_ iterations: Int) {
-            let center = fanOut.center, subject = fanOut.subject
-            for _ in 0..<iterations {
-                let token = NotificationCenterPeer.observe(subject, in: center, observer: observer)
-                center.removeObserver(token)
-            }
-        }
-        func tearDown() {
-            dispatcher?.stop()
-            fanOut.tearDown()
+        func observeAndUnobserve() {
+            let token = NotificationCenterPeer.observe(subject, in: center, observer: observer)
+            center.removeObserver(token)
         }
     }
 
-    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
-    func makeNoObserverSetter() -> (any Fixture)? { FanOut(observers: 0) }
-    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
-        Churn(observers: observers, concurrentDispatcher: concurrentDispatcher)
+        let fanOut = FanOut(observers: observers)
+        let subject = fanOut.subject
+        return ChurnFixture(
+            on: fanOut, pair: Churn(center: fanOut.center, subject: subject), concurrentDispatcher: concurrentDispatcher
+        ) {
+            subject.value = 1
+        }
     }
 
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
         let center = NotificationCenter()
-        let observers = (0..<observations).map { _ in BenchObserver() }
-        let subjects = (0..<(perObject ? observations : 1)).map { _ in Subject(center: center) }
-        var tokens: [NSObjectProtocol] = []
-        tokens.reserveCapacity(observations)
-        let sample = measureHeap(observations: observations) {
-            for i in 0..<observations {
-                let subject = subjects[perObject ? i : 0]
-                tokens.append(NotificationCenterPeer.observe(subject, in: center, observer: observers[i]))
-            }
-        } release: {}
-        for token in tokens { center.removeObserver(token) }
-        return sample
+        return measureObservations(
+            observations, perObject: perObject, observer: BenchObserver.init, subject: { Subject(center: center) }
+        ) {
+            NotificationCenterPeer.observe($0, in: center, observer: $1)
+        } release: { tokens, _, _ in
+            for token in tokens { center.removeObserver(token) }
+        }
     }
 }

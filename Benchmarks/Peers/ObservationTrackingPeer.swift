@@ -14,9 +14,10 @@
 import CBenchFloor
 import Observation
 
-struct ObservationTrackingPeer: Peer {
+struct ObservationTrackingPeer: FixtureFactories {
     let id = "observation"
     let title = "Observation, withObservationTracking re-armed"
+    let fanOutIsThreadSafe = false
 
     @Observable
     final class Model: @unchecked Sendable {
@@ -52,7 +53,7 @@ struct ObservationTrackingPeer: Peer {
         _ = cbench_take_count()
     }
 
-    final class FanOut: Fixture, @unchecked Sendable {
+    final class FanOut: FanOutFixture, @unchecked Sendable {
         let model = Model()
         var trackers: [Tracker] = []
         let observers: Int
@@ -73,7 +74,7 @@ struct ObservationTrackingPeer: Peer {
         func tearDown() { ObservationTrackingPeer.stop(trackers, models: [model]) }
     }
 
-    final class ManySubjects: Fixture, @unchecked Sendable {
+    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
         let models: [Model]
         var trackers: [Tracker] = []
         var cursor = 0
@@ -96,20 +97,10 @@ struct ObservationTrackingPeer: Peer {
         func tearDown() { ObservationTrackingPeer.stop(trackers, models: models) }
     }
 
-    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
-    func makeNoObserverSetter() -> (any Fixture)? { FanOut(observers: 0) }
-
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
-        let observers = (0..<observations).map { _ in BenchObserver() }
-        let models = (0..<(perObject ? observations : 1)).map { _ in Model() }
-        var trackers: [Tracker] = []
-        trackers.reserveCapacity(observations)
-        return measureHeap(observations: observations) {
-            for i in 0..<observations {
-                trackers.append(Tracker(model: models[perObject ? i : 0], observer: observers[i]))
-            }
-        } release: {
+        measureObservations(observations, perObject: perObject, observer: BenchObserver.init, subject: Model.init) {
+            Tracker(model: $0, observer: $1)
+        } release: { trackers, _, models in
             ObservationTrackingPeer.stop(trackers, models: models)
         }
     }

@@ -10,9 +10,10 @@
 import CBenchFloor
 import OpenCombine
 
-struct OpenCombinePublishedPeer: Peer {
+struct OpenCombinePublishedPeer: FixtureFactories {
     let id = "opencombine-published"
     let title = "OpenCombine @Published"
+    let fanOutIsThreadSafe = false
 
     final class Model {
         @Published var value = 0
@@ -22,7 +23,7 @@ struct OpenCombinePublishedPeer: Peer {
         model.$value.sink { [observer] _ in observerDidChange(observer) }
     }
 
-    final class FanOut: Fixture, @unchecked Sendable {
+    final class FanOut: FanOutFixture, @unchecked Sendable {
         let model = Model()
         var cancellables: [AnyCancellable] = []
         let observers: Int
@@ -42,7 +43,7 @@ struct OpenCombinePublishedPeer: Peer {
         func tearDown() { cancellables.removeAll() }
     }
 
-    final class ManySubjects: Fixture, @unchecked Sendable {
+    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
         let models: [Model]
         var cancellables: [AnyCancellable] = []
         var cursor = 0
@@ -66,42 +67,28 @@ struct OpenCombinePublishedPeer: Peer {
         func tearDown() { cancellables.removeAll() }
     }
 
-    final class Churn: Fixture, @unchecked Sendable {
-        let fanOut: FanOut
+    /// One churn pair: sink on the fan-out's model (receiving its current value), then cancel.
+    struct Churn: ChurnPair {
+        let model: Model
         let observer = BenchObserver()
-        let unitsPerIteration = 1
-        var unitsAreCallbacks: Bool { false }
-        init(observers: Int) { fanOut = FanOut(observers: observers) }
-        func run(_ iterations: Int) {
-            let model = fanOut.model
-            for _ in 0..<iterations {
-                let cancellable = OpenCombinePublishedPeer.observe(model, observer: observer)
-                cancellable.cancel()
-            }
+        func observeAndUnobserve() {
+            let cancellable = OpenCombinePublishedPeer.observe(model, observer: observer)
+            cancellable.cancel()
         }
-        func tearDown() { fanOut.tearDown() }
     }
 
-    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
-    func makeNoObserverSetter() -> (any Fixture)? { FanOut(observers: 0) }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
-        concurrentDispatcher ? nil : Churn(observers: observers)
+        if concurrentDispatcher { return nil }
+        let fanOut = FanOut(observers: observers)
+        return ChurnFixture(on: fanOut, pair: Churn(model: fanOut.model))
     }
 
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
-        let observers = (0..<observations).map { _ in BenchObserver() }
-        let models = (0..<(perObject ? observations : 1)).map { _ in Model() }
-        var cancellables: [AnyCancellable] = []
-        cancellables.reserveCapacity(observations)
-        let sample = measureHeap(observations: observations) {
-            for i in 0..<observations {
-                cancellables.append(
-                    OpenCombinePublishedPeer.observe(models[perObject ? i : 0], observer: observers[i]))
-            }
-        } release: {}
-        _ = cbench_take_count()
-        cancellables.removeAll()
-        return sample
+        measureObservations(observations, perObject: perObject, observer: BenchObserver.init, subject: Model.init) {
+            OpenCombinePublishedPeer.observe($0, observer: $1)
+        } release: { _, _, _ in
+            // The sinks' first values; freeing the cancellables afterwards cancels them.
+            _ = cbench_take_count()
+        }
     }
 }

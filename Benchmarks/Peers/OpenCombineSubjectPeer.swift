@@ -6,9 +6,10 @@
 import CBenchFloor
 import OpenCombine
 
-struct OpenCombineSubjectPeer: Peer {
+struct OpenCombineSubjectPeer: FixtureFactories {
     let id = "opencombine-subject"
     let title = "OpenCombine PassthroughSubject"
+    let fanOutIsThreadSafe = true
 
     typealias Subject = PassthroughSubject<Int, Never>
 
@@ -16,7 +17,7 @@ struct OpenCombineSubjectPeer: Peer {
         subject.sink { [observer] _ in observerDidChange(observer) }
     }
 
-    final class FanOut: Fixture, @unchecked Sendable {
+    final class FanOut: FanOutFixture, @unchecked Sendable {
         let subject = Subject()
         var cancellables: [AnyCancellable] = []
         let observers: Int
@@ -35,7 +36,7 @@ struct OpenCombineSubjectPeer: Peer {
         func tearDown() { cancellables.removeAll() }
     }
 
-    final class ManySubjects: Fixture, @unchecked Sendable {
+    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
         let subjects: [Subject]
         var cancellables: [AnyCancellable] = []
         var cursor = 0
@@ -58,50 +59,28 @@ struct OpenCombineSubjectPeer: Peer {
         func tearDown() { cancellables.removeAll() }
     }
 
-    final class Churn: Fixture, @unchecked Sendable {
-        let fanOut: FanOut
+    /// One churn pair: sink on the fan-out's subject, then cancel.
+    struct Churn: ChurnPair {
+        let subject: Subject
         let observer = BenchObserver()
-        let dispatcher: BackgroundLoop?
-        let unitsPerIteration = 1
-        var unitsAreCallbacks: Bool { false }
-        init(observers: Int, concurrentDispatcher: Bool) {
-            let fanOut = FanOut(observers: observers)
-            self.fanOut = fanOut
-            dispatcher = concurrentDispatcher ? BackgroundLoop { fanOut.subject.send(1) } : nil
-        }
-        func run(_ iterations: Int) {
-            let subject = fanOut.subject
-            for _ in 0..<iterations {
-                let cancellable = OpenCombineSubjectPeer.observe(subject, observer: observer)
-                cancellable.cancel()
-            }
-        }
-        func tearDown() {
-            dispatcher?.stop()
-            fanOut.tearDown()
+        func observeAndUnobserve() {
+            let cancellable = OpenCombineSubjectPeer.observe(subject, observer: observer)
+            cancellable.cancel()
         }
     }
 
-    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
-    func makeNoObserverSetter() -> (any Fixture)? { FanOut(observers: 0) }
-    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
-        Churn(observers: observers, concurrentDispatcher: concurrentDispatcher)
+        let fanOut = FanOut(observers: observers)
+        return ChurnFixture(
+            on: fanOut, pair: Churn(subject: fanOut.subject), concurrentDispatcher: concurrentDispatcher
+        ) {
+            fanOut.subject.send(1)  // through the fixture: a PassthroughSubject is not Sendable
+        }
     }
 
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
-        let observers = (0..<observations).map { _ in BenchObserver() }
-        let subjects = (0..<(perObject ? observations : 1)).map { _ in Subject() }
-        var cancellables: [AnyCancellable] = []
-        cancellables.reserveCapacity(observations)
-        let sample = measureHeap(observations: observations) {
-            for i in 0..<observations {
-                cancellables.append(
-                    OpenCombineSubjectPeer.observe(subjects[perObject ? i : 0], observer: observers[i]))
-            }
-        } release: {}
-        cancellables.removeAll()
-        return sample
+        measureObservations(observations, perObject: perObject, observer: BenchObserver.init, subject: Subject.init) {
+            OpenCombineSubjectPeer.observe($0, observer: $1)
+        } release: { _, _, _ in }  // freeing the cancellables afterwards cancels them
     }
 }

@@ -5,9 +5,10 @@
 
 import CBenchFloor
 
-struct SwiftClosureArrayPeer: Peer {
+struct SwiftClosureArrayPeer: FixtureFactories {
     let id = "swift-closures"
     let title = "Swift array of closures (floor)"
+    let fanOutIsThreadSafe = true
 
     /// Reading the array from several threads at once is safe; the stores to
     /// `value` race, but on an Int that only costs the cache line, which is
@@ -39,7 +40,7 @@ struct SwiftClosureArrayPeer: Peer {
         { [observer] in observerDidChange(observer) }
     }
 
-    final class FanOut: Fixture, @unchecked Sendable {
+    final class FanOut: FanOutFixture, @unchecked Sendable {
         let subject = Subject()
         let unitsPerIteration: Int
         init(observers: Int) {
@@ -51,7 +52,7 @@ struct SwiftClosureArrayPeer: Peer {
         }
     }
 
-    final class ManySubjects: Fixture, @unchecked Sendable {
+    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
         let subjects: [Subject]
         var cursor = 0
         let unitsPerIteration = 1
@@ -73,23 +74,6 @@ struct SwiftClosureArrayPeer: Peer {
         }
     }
 
-    /// Single-threaded: an array has no synchronization, so no concurrent dispatcher.
-    final class Churn: Fixture, @unchecked Sendable {
-        let subject: Subject
-        let observer = BenchObserver()
-        let unitsPerIteration = 1
-        var unitsAreCallbacks: Bool { false }
-        init(observers: Int) {
-            subject = FanOut(observers: observers).subject
-        }
-        func run(_ iterations: Int) {
-            for _ in 0..<iterations {
-                let id = subject.observe(SwiftClosureArrayPeer.callback(for: observer))
-                subject.unobserve(id)
-            }
-        }
-    }
-
     final class NoObservers: Fixture, @unchecked Sendable {
         let subject = Subject()
         let unitsPerIteration = 1
@@ -99,28 +83,29 @@ struct SwiftClosureArrayPeer: Peer {
         }
     }
 
-    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
+    /// One churn pair: append a callback to the fan-out's subject, then remove it by id.
+    /// Single-threaded: an array has no synchronization, so no concurrent dispatcher.
+    struct Churn: ChurnPair {
+        let subject: Subject
+        let observer = BenchObserver()
+        func observeAndUnobserve() {
+            let id = subject.observe(SwiftClosureArrayPeer.callback(for: observer))
+            subject.unobserve(id)
+        }
+    }
+
     func makeNoObserverSetter() -> (any Fixture)? { NoObservers() }
-    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
-        concurrentDispatcher ? nil : Churn(observers: observers)
+        if concurrentDispatcher { return nil }
+        let fanOut = FanOut(observers: observers)
+        return ChurnFixture(on: fanOut, pair: Churn(subject: fanOut.subject))
     }
 
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
-        // The observer objects exist before the measurement: only what observing costs counts.
-        let observers = (0..<observations).map { _ in BenchObserver() }
-        if perObject {
-            let subjects = (0..<observations).map { _ in Subject() }
-            return measureHeap(observations: observations) {
-                for (subject, observer) in zip(subjects, observers) {
-                    subject.observe(SwiftClosureArrayPeer.callback(for: observer))
-                }
-            } release: {}
-        }
-        let subject = Subject()
-        return measureHeap(observations: observations) {
-            for observer in observers { subject.observe(SwiftClosureArrayPeer.callback(for: observer)) }
-        } release: {}
+        // The ids `observe` returns are kept in the reserved array; the subjects, freed
+        // afterwards, take their callbacks with them.
+        measureObservations(observations, perObject: perObject, observer: BenchObserver.init, subject: Subject.init) {
+            subject, observer in subject.observe(SwiftClosureArrayPeer.callback(for: observer))
+        } release: { _, _, _ in }
     }
 }

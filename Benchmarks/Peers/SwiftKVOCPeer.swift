@@ -8,9 +8,10 @@
 import CBenchFloor
 import CKVOCore
 
-struct SwiftKVOCPeer: Peer {
+struct SwiftKVOCPeer: FixtureFactories {
     let id = "swiftkvo-c"
     let title = "SwiftKVO C API (ckvo_*)"
+    let fanOutIsThreadSafe = true
 
     /// A hub, a key, and objects: each object is one heap Int whose address is
     /// its identity. `set` may run on several threads at once (the engine's
@@ -66,7 +67,7 @@ struct SwiftKVOCPeer: Peer {
         }
     }
 
-    final class FanOut: Fixture, @unchecked Sendable {
+    final class FanOut: FanOutFixture, @unchecked Sendable {
         let world = World(objects: 1)
         let observers: Int
         let unitsPerIteration: Int
@@ -82,7 +83,7 @@ struct SwiftKVOCPeer: Peer {
         func tearDown() { world.destroy() }
     }
 
-    final class ManySubjects: Fixture, @unchecked Sendable {
+    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
         let world: World
         var cursor = 0
         let unitsPerIteration = 1
@@ -103,34 +104,22 @@ struct SwiftKVOCPeer: Peer {
         func tearDown() { world.destroy() }
     }
 
-    final class Churn: Fixture, @unchecked Sendable {
-        let world = World(objects: 1)
-        let dispatcher: BackgroundLoop?
-        let unitsPerIteration = 1
-        var unitsAreCallbacks: Bool { false }
-        init(observers: Int, concurrentDispatcher: Bool) {
-            for i in 0..<observers { world.observe(object: 0, context: i + 1) }
-            let world = self.world
-            dispatcher = concurrentDispatcher ? BackgroundLoop { world.set(object: 0, 1) } : nil
-        }
-        func run(_ iterations: Int) {
-            for _ in 0..<iterations {
-                let token = world.observe(object: 0, context: -1)
-                _ = ckvo_unobserve(world.hub, token)
-            }
-        }
-        func tearDown() {
-            dispatcher?.stop()
-            world.destroy()
+    /// One churn pair: observe the fan-out's object with a context of its own, then
+    /// unobserve by token.
+    struct Churn: ChurnPair {
+        let world: World
+        func observeAndUnobserve() {
+            let token = world.observe(object: 0, context: -1)
+            _ = ckvo_unobserve(world.hub, token)
         }
     }
 
-    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
-    func makeNoObserverSetter() -> (any Fixture)? { FanOut(observers: 0) }
-    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
-        Churn(observers: observers, concurrentDispatcher: concurrentDispatcher)
+        let fanOut = FanOut(observers: observers)
+        let world = fanOut.world
+        return ChurnFixture(on: fanOut, pair: Churn(world: world), concurrentDispatcher: concurrentDispatcher) {
+            world.set(object: 0, 1)
+        }
     }
 
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {

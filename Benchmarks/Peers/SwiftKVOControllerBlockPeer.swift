@@ -110,60 +110,58 @@ enum KVOControllerFixtures {
         func tearDown() { for observer in observers { observer.kvo.unobserveAll() } }
     }
 
-    final class Churn: Fixture, @unchecked Sendable {
-        let fanOut: FanOut
-        let observer = Observer()
+    /// One churn pair: the churn observer's controller observes the fan-out's subject, then
+    /// unobserves it.
+    struct Churn: ChurnPair {
+        let subject: Subject
         let style: KVOControllerStyle
-        let dispatcher: BackgroundLoop?
-        let unitsPerIteration = 1
-        var unitsAreCallbacks: Bool { false }
-        init(observers: Int, concurrentDispatcher: Bool, style: KVOControllerStyle) {
-            self.style = style
-            fanOut = FanOut(observers: observers, style: style)
-            let subject = fanOut.subject
-            dispatcher = concurrentDispatcher ? BackgroundLoop { subject.value = 1 } : nil
+        let observer = Observer()
+        func observeAndUnobserve() {
+            observer.observe(subject, style: style)
+            observer.unobserve(subject)
         }
-        func run(_ iterations: Int) {
-            let subject = fanOut.subject
-            for _ in 0..<iterations {
-                observer.observe(subject, style: style)
-                observer.unobserve(subject)
-            }
-        }
-        func tearDown() {
-            dispatcher?.stop()
-            observer.kvo.unobserveAll()
-            fanOut.tearDown()
+        func tearDown() { observer.kvo.unobserveAll() }
+    }
+}
+
+/// Both KVOController peers: the fixtures above, built with the peer's registration style.
+protocol KVOControllerPeer: Peer {
+    var style: KVOControllerStyle { get }
+}
+
+extension KVOControllerPeer {
+    typealias F = KVOControllerFixtures
+
+    func makeFanOut(observers: Int) -> (any Fixture)? { F.FanOut(observers: observers, style: style) }
+    func makeManySubjects(subjects: Int) -> (any Fixture)? { F.ManySubjects(subjects: subjects, style: style) }
+    func makeNoObserverSetter() -> (any Fixture)? { F.FanOut(observers: 0, style: style) }
+    func makeContention(observers: Int) -> (any Fixture)? { F.FanOut(observers: observers, style: style) }
+
+    func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
+        let fanOut = F.FanOut(observers: observers, style: style)
+        let subject = fanOut.subject
+        return ChurnFixture(
+            on: fanOut, pair: F.Churn(subject: subject, style: style), concurrentDispatcher: concurrentDispatcher
+        ) {
+            subject.value = 1
         }
     }
 
-    static func measureMemory(observations: Int, perObject: Bool, style: KVOControllerStyle) -> MemorySample {
-        // Observer objects and subjects exist before the measurement; each observer's
-        // controller is created by its first observe, inside it (as in the port peer).
-        let observers = (0..<observations).map { _ in Observer() }
-        let subjects = (0..<(perObject ? observations : 1)).map { _ in Subject() }
-        return measureHeap(observations: observations) {
-            for i in 0..<observations { observers[i].observe(subjects[perObject ? i : 0], style: style) }
-        } release: {
+    func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
+        // Each observer's controller is created by its first observe, inside the
+        // measurement (as in the port peer).
+        measureObservations(
+            observations, perObject: perObject, observer: F.Observer.init, subject: F.Subject.init
+        ) { subject, observer in
+            observer.observe(subject, style: style)
+        } release: { _, observers, _ in
             for observer in observers { observer.kvo.unobserveAll() }
         }
     }
 }
 
-struct SwiftKVOControllerBlockPeer: Peer {
+struct SwiftKVOControllerBlockPeer: KVOControllerPeer {
     let id = "swiftkvo-kvocontroller"
     let title = "SwiftKVO KVOController (block)"
-
-    typealias F = KVOControllerFixtures
-
-    func makeFanOut(observers: Int) -> (any Fixture)? { F.FanOut(observers: observers, style: .block) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { F.ManySubjects(subjects: subjects, style: .block) }
-    func makeNoObserverSetter() -> (any Fixture)? { F.FanOut(observers: 0, style: .block) }
-    func makeContention(observers: Int) -> (any Fixture)? { F.FanOut(observers: observers, style: .block) }
-    func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
-        F.Churn(observers: observers, concurrentDispatcher: concurrentDispatcher, style: .block)
-    }
-    func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
-        F.measureMemory(observations: observations, perObject: perObject, style: .block)
-    }
+    let style = KVOControllerStyle.block
 }

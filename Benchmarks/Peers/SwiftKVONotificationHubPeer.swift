@@ -18,9 +18,10 @@
 import CBenchFloor
 import SwiftKVO
 
-struct SwiftKVONotificationHubPeer: Peer {
+struct SwiftKVONotificationHubPeer: FixtureFactories {
     let id = "swiftkvo-hub"
     let title = "SwiftKVO NotificationHub"
+    let fanOutIsThreadSafe = true
 
     static let valueDidChange = NotificationHub.Name("BenchValueDidChange")
 
@@ -41,7 +42,7 @@ struct SwiftKVONotificationHubPeer: Peer {
         NotificationHub.default.removeObserver(observer, name: valueDidChange, object: subject)
     }
 
-    final class FanOut: Fixture, @unchecked Sendable {
+    final class FanOut: FanOutFixture, @unchecked Sendable {
         let subject = Subject()
         var observers: [BenchObserver] = []
         let unitsPerIteration: Int
@@ -62,7 +63,7 @@ struct SwiftKVONotificationHubPeer: Peer {
         }
     }
 
-    final class ManySubjects: Fixture, @unchecked Sendable {
+    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
         let subjects: [Subject]
         var observers: [BenchObserver] = []
         var cursor = 0
@@ -89,47 +90,29 @@ struct SwiftKVONotificationHubPeer: Peer {
         }
     }
 
-    final class Churn: Fixture, @unchecked Sendable {
-        let fanOut: FanOut
+    /// One churn pair: register for the fan-out's subject, then remove that registration.
+    struct Churn: ChurnPair {
+        let subject: Subject
         let observer = BenchObserver()
-        let dispatcher: BackgroundLoop?
-        let unitsPerIteration = 1
-        var unitsAreCallbacks: Bool { false }
-        init(observers: Int, concurrentDispatcher: Bool) {
-            fanOut = FanOut(observers: observers)
-            let subject = fanOut.subject
-            dispatcher = concurrentDispatcher ? BackgroundLoop { subject.value = 1 } : nil
+        func observeAndUnobserve() {
+            SwiftKVONotificationHubPeer.observe(subject, observer: observer)
+            SwiftKVONotificationHubPeer.unobserve(subject, observer: observer)
         }
-        func run(_ iterations: Int) {
-            let subject = fanOut.subject
-            for _ in 0..<iterations {
-                SwiftKVONotificationHubPeer.observe(subject, observer: observer)
-                SwiftKVONotificationHubPeer.unobserve(subject, observer: observer)
-            }
-        }
-        func tearDown() {
-            dispatcher?.stop()
-            NotificationHub.default.removeObserver(observer)
-            fanOut.tearDown()
-        }
+        func tearDown() { NotificationHub.default.removeObserver(observer) }
     }
 
-    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
-    func makeNoObserverSetter() -> (any Fixture)? { FanOut(observers: 0) }
-    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
-        Churn(observers: observers, concurrentDispatcher: concurrentDispatcher)
+        let fanOut = FanOut(observers: observers)
+        let subject = fanOut.subject
+        return ChurnFixture(on: fanOut, pair: Churn(subject: subject), concurrentDispatcher: concurrentDispatcher) {
+            subject.value = 1
+        }
     }
 
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
-        let observers = (0..<observations).map { _ in BenchObserver() }
-        let subjects = (0..<(perObject ? observations : 1)).map { _ in Subject() }
-        return measureHeap(observations: observations) {
-            for i in 0..<observations {
-                SwiftKVONotificationHubPeer.observe(subjects[perObject ? i : 0], observer: observers[i])
-            }
-        } release: {
+        measureObservations(observations, perObject: perObject, observer: BenchObserver.init, subject: Subject.init) {
+            SwiftKVONotificationHubPeer.observe($0, observer: $1)
+        } release: { _, observers, _ in
             for observer in observers { NotificationHub.default.removeObserver(observer) }
         }
     }

@@ -17,9 +17,10 @@
 import CBenchFloor
 import SwiftKVO
 
-struct SwiftKVOTokenPeer: Peer {
+struct SwiftKVOTokenPeer: FixtureFactories {
     let id = "swiftkvo-token"
     let title = "SwiftKVO Swift API (@Observed + token)"
+    let fanOutIsThreadSafe = true
 
     /// The observed object, as a user declares it.
     final class Subject: KeyValueObservable, @unchecked Sendable {
@@ -33,7 +34,7 @@ struct SwiftKVOTokenPeer: Peer {
         }
     }
 
-    final class FanOut: Fixture, @unchecked Sendable {
+    final class FanOut: FanOutFixture, @unchecked Sendable {
         let subject = Subject()
         var tokens: [ObservationToken] = []
         let observers: Int
@@ -58,7 +59,7 @@ struct SwiftKVOTokenPeer: Peer {
         }
     }
 
-    final class ManySubjects: Fixture, @unchecked Sendable {
+    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
         let subjects: [Subject]
         var tokens: [ObservationToken] = []
         var cursor = 0
@@ -87,52 +88,30 @@ struct SwiftKVOTokenPeer: Peer {
         }
     }
 
-    final class Churn: Fixture, @unchecked Sendable {
-        let fanOut: FanOut
+    /// One churn pair: observe the fan-out's subject, then invalidate the token.
+    struct Churn: ChurnPair {
+        let subject: Subject
         let observer = BenchObserver()
-        let dispatcher: BackgroundLoop?
-        let unitsPerIteration = 1
-        var unitsAreCallbacks: Bool { false }
-        init(observers: Int, concurrentDispatcher: Bool) {
-            fanOut = FanOut(observers: observers)
-            let subject = fanOut.subject
-            dispatcher = concurrentDispatcher ? BackgroundLoop { subject.value = 1 } : nil
-        }
-        func run(_ iterations: Int) {
-            let subject = fanOut.subject
-            for _ in 0..<iterations {
-                let token = SwiftKVOTokenPeer.observe(subject, observer: observer)
-                token.invalidate()
-            }
-        }
-        func tearDown() {
-            dispatcher?.stop()
-            fanOut.tearDown()
+        func observeAndUnobserve() {
+            let token = SwiftKVOTokenPeer.observe(subject, observer: observer)
+            token.invalidate()
         }
     }
 
-    func makeFanOut(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
-    func makeManySubjects(subjects: Int) -> (any Fixture)? { ManySubjects(subjects: subjects) }
-    func makeNoObserverSetter() -> (any Fixture)? { FanOut(observers: 0) }
-    func makeContention(observers: Int) -> (any Fixture)? { FanOut(observers: observers) }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {
-        Churn(observers: observers, concurrentDispatcher: concurrentDispatcher)
+        let fanOut = FanOut(observers: observers)
+        let subject = fanOut.subject
+        return ChurnFixture(on: fanOut, pair: Churn(subject: subject), concurrentDispatcher: concurrentDispatcher) {
+            subject.value = 1
+        }
     }
 
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? {
-        // Observers, subjects and the token array exist before the measurement:
-        // only what observing costs counts (the token is part of it).
-        let observers = (0..<observations).map { _ in BenchObserver() }
-        let subjects = (0..<(perObject ? observations : 1)).map { _ in Subject() }
-        var tokens: [ObservationToken] = []
-        tokens.reserveCapacity(observations)
-        return measureHeap(observations: observations) {
-            for i in 0..<observations {
-                tokens.append(SwiftKVOTokenPeer.observe(subjects[perObject ? i : 0], observer: observers[i]))
-            }
-        } release: {
+        // Only what observing costs counts (the token is part of it).
+        measureObservations(observations, perObject: perObject, observer: BenchObserver.init, subject: Subject.init) {
+            SwiftKVOTokenPeer.observe($0, observer: $1)
+        } release: { tokens, _, _ in
             for token in tokens { token.invalidate() }
-            tokens.removeAll()
         }
     }
 }
