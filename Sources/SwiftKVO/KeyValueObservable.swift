@@ -379,16 +379,20 @@ final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @un
         self.readsInitialValue = readsInitialValue
         super.init { change, box in
             let box = unsafeDowncast(box, to: HandlerObservation<Object, Value>.self)
+            guard change.isPlain else { return box.deliverGeneral(change) }
             change.withObject(as: Object.self) { object in
-                if change.isPlain {
-                    box.handler(object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
-                } else {
-                    Deliveries.deliverGeneral(
-                        change, of: object, keyPath: box.keyPath,
-                        readsInitialValue: box.readsInitialValue,
-                        unmanagedKeyPath: box.unmanagedKeyPath, to: box.handler)
-                }
+                box.handler(object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
             }
+        }
+    }
+
+    /// Delivers a change that is not ``EngineChange/isPlain``; out of line.
+    @inlinable @inline(never)
+    func deliverGeneral(_ change: EngineChange) {
+        change.withObject(as: Object.self) { object in
+            Deliveries.deliverGeneral(
+                change, of: object, keyPath: keyPath, readsInitialValue: readsInitialValue,
+                unmanagedKeyPath: unmanagedKeyPath, to: handler)
         }
     }
 }
