@@ -368,12 +368,6 @@ struct EngineChange {
     @inlinable
     var objectAddress: UnsafeRawPointer? { raw.pointee.object }
 
-    @inlinable
-    var hasOldValue: Bool { raw.pointee.old_value != nil }
-
-    @inlinable
-    var hasNewValue: Bool { raw.pointee.new_value != nil }
-
     /// Copies the old value, typed as the announcer's `Value`.
     @inlinable @inline(__always)
     func oldValue<Value>(as _: Value.Type) -> Value? {

@@ -104,50 +104,11 @@ public struct ObservedArray<Element> {
             notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
         }
     }
-
-    /// The setter's slow path: resolves the key on first use, announces the
-    /// change. Reaches the wrapper by its byte offset in `object` (which it
-    /// keeps alive), so it can be outlined without a key path.
-    @inlinable @inline(never)
-    static func notifyingSet<Object: KeyValueObservable>(
-        _ object: Object, _ offset: Int, _ newValue: [Element], state: UInt64
-    ) {
-        withExtendedLifetime(object) {
-            let wrapper = UnsafeMutableRawPointer(mutating: Engine.address(object))
-                .advanced(by: offset).assumingMemoryBound(to: ObservedArray<Element>.self)
-            var state = state
-            if state & SetterState.manual != 0 {
-                wrapper.pointee.storage = newValue
-                return
-            }
-            if state & SetterState.resolved == 0 {
-                state = KeyPathRegistry.setterState(
-                    object, site: wrapper.pointee.site, valueType: [Element].self)
-                wrapper.pointee.state = state
-            }
-            let key = SetterState.key(state)
-            let probe = SetterState.probe(state)
-            let address = Engine.address(object)
-            let dependents =
-                state & SetterState.hasDependents != 0
-                ? Dependencies.willChange(of: key, on: object) : nil
-            if Engine.hasObservers(probe) {
-                let old = wrapper.pointee.storage
-                if Engine.hasPriorObservers(probe) {
-                    Engine.announceSetting(prior: true, object: address, key: key, old: old, new: nil)
-                }
-                wrapper.pointee.storage = newValue
-                Engine.announceSetting(
-                    prior: false, object: address, key: key, old: old, new: newValue)
-            } else {
-                wrapper.pointee.storage = newValue
-            }
-            if let dependents { Dependencies.didChange(dependents) }
-        }
-    }
 }
 
 extension ObservedArray: Sendable where Element: Sendable {}
+
+extension ObservedArray: NotifyingStorage {}
 
 /// Raw access to an `@ObservedArray`'s storage, type-erased over the declaring class.
 @usableFromInline
