@@ -169,6 +169,34 @@ import Testing
         #expect(new.releases == 0)
     }
 
+    // A key remembers its newest object slot (dispatch.c): changes must still reach exactly
+    // their own object's observers while other objects' slots of the key come and go.
+    @Test func changesReachOnlyTheirObjectWhileOtherObjectsOfTheKeyComeAndGo() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let a = Probe()
+        let b = Probe()
+        let tokenA = hub.mustObserve(a, object: fake(0), key: key)
+        let tokenB = hub.mustObserve(b, object: fake(1), key: key)  // the key's newest slot
+
+        hub.did(fake(0), key)
+        hub.did(fake(1), key)
+        #expect((a.calls, b.calls) == (1, 1))
+
+        #expect(hub.unobserve(tokenB) == CKVO_OK)  // b's slot goes
+        hub.did(fake(0), key)
+        hub.did(fake(1), key)
+        #expect((a.calls, b.calls) == (2, 1))
+
+        let again = Probe()
+        _ = hub.mustObserve(again, object: fake(1), key: key)  // a new slot for object 1
+        #expect(hub.unobserve(tokenA) == CKVO_OK)  // the older slot goes
+        hub.did(fake(0), key)
+        hub.did(fake(1), key)
+        hub.did(fake(2), key)
+        #expect((a.calls, b.calls, again.calls) == (2, 1, 1))
+    }
+
     @Test func unobserveOwnerRemovesExactlyThatOwnersObservations() {
         let hub = TestHub()
         let key = hub.key("value")
