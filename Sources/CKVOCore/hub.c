@@ -153,7 +153,7 @@ ckvo_hub_stats(ckvo_hub_t *hub, ckvo_hub_stats_t *stats)
 	(void)pthread_mutex_lock(&hub->lock);
 	stats->observations = hub->observations;
 	stats->keys = hub->key_count;
-	stats->pending_releases = ck_pr_load_64(&hub->unreleased);
+	stats->pending_releases = hub->retired - ck_pr_load_64(&hub->released);
 	(void)pthread_mutex_unlock(&hub->lock);
 	return CKVO_OK;
 }

@@ -219,7 +219,8 @@ struct ckvo_hub {
 	unsigned int poll_at;         /* poll the epoch once this many are pending */
 	unsigned int finishing;       /* threads running reclaimed entries after unlock (atomic) */
 	size_t observations;
-	uint64_t unreleased;          /* retired observations not yet released (atomic) */
+	uint64_t retired;             /* observations retired (under `lock` only) */
+	uint64_t released;            /* observations released (atomic, added per batch) */
 	bool is_default;
 
 	struct ckvo_hub *registry_prev, *registry_next; /* all hubs, for fork */

@@ -253,8 +253,12 @@ observation_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
 void
 ckvo__drain_deferred(struct ckvo_hub *hub)
 {
-	ck_stack_entry_t *cursor = ck_stack_batch_pop_upmc(&hub->deferred);
+	ck_stack_entry_t *cursor;
 
+	/* Usually empty: a plain load spares every lock an atomic exchange. */
+	if (ck_pr_load_ptr(&hub->deferred.head) == NULL)
+		return;
+	cursor = ck_stack_batch_pop_upmc(&hub->deferred);
 	while (cursor != NULL) {
 		struct ckvo_observation *obs =
 		    CKVO_CONTAINER(struct ckvo_observation, deferred_link, cursor);

@@ -103,6 +103,7 @@ void
 ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
 {
 	ck_stack_entry_t *cursor, *next;
+	uint64_t released = 0;
 
 	if (CK_STACK_FIRST(ready) == NULL)
 		return;
@@ -115,11 +116,12 @@ ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
 		    CKVO_CONTAINER(ck_epoch_entry_t, stack_entry, cursor);
 
 		next = CK_STACK_NEXT(cursor);
-		if (entry->function == observation_release)
-			ck_pr_dec_64(&hub->unreleased);
+		released += entry->function == observation_release;
 		entry->function(entry);
 	}
 	ckvo__thread.releasing--;
+	/* One atomic add per batch, not per observation. */
+	ck_pr_add_64(&hub->released, released);
 	ck_stack_init(ready);
 	finishing_done(hub);
 }
@@ -175,7 +177,7 @@ ckvo__reclaim_flush(struct ckvo_hub *hub)
 void
 ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
-	ck_pr_inc_64(&hub->unreleased);
+	hub->retired++; /* under the lock, like every reader of it */
 	ck_epoch_call(hub->writer, &obs->retire, observation_release);
 }
 
