@@ -7,8 +7,8 @@
 // `EngineChange` views and registers `EngineObservation` boxes.
 //
 // Lifetime protocol for a registration:
-//   - `Engine.observe` passes `Unmanaged.passRetained(box)` as the C context:
-//     the engine owns one strong reference to the box from then on.
+//   - `Engine.observe` turns the reference to the box it is handed into the C
+//     context (no count changes): the engine owns that reference from then on.
 //   - the C `release` callback (`releaseTrampoline`) balances it exactly once,
 //     after the observation was removed and a grace period passed in which no
 //     dispatch can still be using the box;
@@ -142,30 +142,40 @@ enum Engine {
 
     // MARK: Registration
 
-    /// Registers `box` for `key` of `object` (`nil`: every object). On
-    /// success the engine owns a reference to `box` and `box.token` is set
-    /// (already before an initial callback runs).
+    /// Registers `box` for `key` of `object` (`nil`: every object) and
+    /// returns its engine token. On success the engine owns the reference to
+    /// `box` passed in, and `box.token` is set (already before an initial
+    /// callback runs). The box must stay alive until this returns: a caller
+    /// that hands over its only reference may do so only when nothing can
+    /// remove the observation meanwhile (no owner, the object held by the
+    /// caller, the token not known yet); afterwards it must not touch the box.
+    @usableFromInline
     static func observe(
         object: UnsafeRawPointer?, key: EngineKey, options: ObservingOptions,
-        owner: UnsafeRawPointer?, box: EngineObservation
-    ) -> KVOError? {
-        let context = Unmanaged.passRetained(box).toOpaque()
+        owner: UnsafeRawPointer?, box: consuming EngineObservation
+    ) throws(KVOError) -> EngineToken {
+        // The reference moves into the engine's context (no count changes).
+        let unmanaged = Unmanaged.passRetained(consume box)
         var token: EngineToken = 0
         let status = withUnsafeMutablePointer(to: &token) { tokenSlot in
-            box.beginRegistration(tokenSlot: tokenSlot)
-            // Each box is a fresh object the engine keeps alive until it
-            // releases it, so its address is in no other live observation.
-            let status = ckvo_observe(
-                hub, object, key, ckvo_options_t(options.rawValue) | CKVO_OPTION_UNIQUE_CONTEXT,
-                owner, dispatchTrampoline, context, releaseTrampoline, tokenSlot)
-            box.endRegistration(succeeded: status == CKVO_OK)
-            return status
+            unmanaged._withUnsafeGuaranteedRef { box in
+                box.beginRegistration(tokenSlot: tokenSlot)
+                // Each box is a fresh object the engine keeps alive until it
+                // releases it, so its address is in no other live observation.
+                let status = ckvo_observe(
+                    hub, object, key,
+                    ckvo_options_t(options.rawValue) | CKVO_OPTION_UNIQUE_CONTEXT, owner,
+                    dispatchTrampoline, unmanaged.toOpaque(), releaseTrampoline, tokenSlot)
+                box.endRegistration(succeeded: status == CKVO_OK)
+                return status
+            }
         }
-        if status != CKVO_OK {
+        if let error = error(status) {
             // The engine never calls `release` after a failed observe.
-            Unmanaged<EngineObservation>.fromOpaque(context).release()
+            unmanaged.release()
+            throw error
         }
-        return error(status)
+        return token
     }
 
     @discardableResult
@@ -554,13 +564,20 @@ final class ThreadLocal<Value: AnyObject>: @unchecked Sendable {
 
     /// This thread's value, created on first use.
     func value(_ make: () -> Value) -> Value {
+        unmanagedValue(make).takeUnretainedValue()
+    }
+
+    /// This thread's value at +0, created on first use: the thread keeps it
+    /// alive until it exits, so a borrow (`_withUnsafeGuaranteedRef`) costs
+    /// no reference counting.
+    func unmanagedValue(_ make: () -> Value) -> Unmanaged<Value> {
         if let pointer = pthread_getspecific(key) {
-            return unsafeDowncast(
-                Unmanaged<AnyObject>.fromOpaque(pointer).takeUnretainedValue(), to: Value.self)
+            return Unmanaged<Value>.fromOpaque(pointer)
         }
         let value = make()
-        pthread_setspecific(key, Unmanaged<AnyObject>.passRetained(value as AnyObject).toOpaque())
-        return value
+        let unmanaged = Unmanaged<AnyObject>.passRetained(value as AnyObject)
+        pthread_setspecific(key, unmanaged.toOpaque())
+        return Unmanaged<Value>.fromOpaque(unmanaged.toOpaque())
     }
 
     /// This thread's value if it has one.

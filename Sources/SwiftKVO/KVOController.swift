@@ -293,9 +293,15 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         released.removeAll()
         if duplicate { return .alreadyObserving }
         object.kvoRegistrar.attach(object)
-        let error = Engine.observe(
-            object: Engine.address(object), key: resolved.key, options: options,
-            owner: Engine.address(self), box: box)
+        let error: KVOError?
+        do {
+            _ = try Engine.observe(
+                object: Engine.address(object), key: resolved.key, options: options,
+                owner: Engine.address(self), box: box)
+            error = nil
+        } catch let failure {
+            error = failure
+        }
         let cancelled: Bool = records.withLock { records in
             entry.registering = false
             if error != nil, let record = records[address], record.entries[keyID] === entry {

@@ -72,16 +72,17 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
             return ObservationToken(failed: .unsupportedKeyPath)
         }
         root.kvoRegistrar.attach(root)
-        let head = chain.makeStructuralBox()
-        if let error = Engine.observe(
-            object: Engine.address(root), key: links[0].property.key, options: [.prior],
-            owner: nil, box: head)
-        {
+        let headToken: EngineToken
+        do {
+            headToken = try Engine.observe(
+                object: Engine.address(root), key: links[0].property.key, options: [.prior],
+                owner: nil, box: chain.makeStructuralBox())
+        } catch {
             return ObservationToken(failed: error)
         }
         let tail = chain.registerTail(links)
         chain.state.withLock {
-            $0.headToken = head.token
+            $0.headToken = headToken
             $0.tailTokens = tail
         }
         if options.contains(.initial) {
@@ -105,11 +106,11 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
             let box = isLeaf ? makeLeafBox() : makeStructuralBox()
             let linkOptions: ObservingOptions =
                 isLeaf ? options.subtracting(.initial) : [.prior]
-            if Engine.observe(
+            if let token = try? Engine.observe(
                 object: Engine.address(link.object), key: link.property.key,
-                options: linkOptions, owner: nil, box: box) == nil
+                options: linkOptions, owner: nil, box: box)
             {
-                tokens.append(box.token)
+                tokens.append(token)
             }
         }
         return tokens

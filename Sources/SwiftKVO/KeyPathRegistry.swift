@@ -82,8 +82,14 @@ final class PropertyKey: @unchecked Sendable {
 }
 
 /// What one user key path turned out to be.
+///
+/// A plain value: it refers to the registry's objects without counting
+/// references, so resolving and passing it around costs no atomic operation.
+/// The registry keeps those objects for the life of the process, except the
+/// key path of an ``Kind/unsupported`` result, which is the caller's own and
+/// lives only as long as the caller holds it.
 @usableFromInline
-final class ResolvedKeyPath: @unchecked Sendable {
+struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
     @usableFromInline
     enum Kind: Sendable {
         /// An `@Observed`/`@ObservedArray` property, or a computed alias of exactly one.
@@ -100,12 +106,12 @@ final class ResolvedKeyPath: @unchecked Sendable {
     let kind: Kind
     /// The interned user key path (immortal: the registry keeps it).
     @usableFromInline
-    let keyPath: AnyKeyPath
+    unowned(unsafe) let keyPath: AnyKeyPath
     /// The engine key, for `.property` and `.dependent`.
     @usableFromInline
     let key: EngineKey
-    /// The property, for `.property`.
-    let property: PropertyKey?
+    /// The property, for `.property` (immortal: the registry keeps it).
+    unowned(unsafe) let property: PropertyKey?
 
     init(kind: Kind, keyPath: AnyKeyPath, key: EngineKey, property: PropertyKey?) {
         self.kind = kind
@@ -263,10 +269,10 @@ enum KeyPathRegistry {
     ) -> ResolvedKeyPath {
         // A per-thread cache first: manual will/did calls resolve on every
         // change and must not contend on the registry lock.
-        let local = resolvedCache.value { ResolvedCache() }
-        if let cached = local.lookup(keyPath) { return cached }
+        let local = resolvedCache.unmanagedValue { ResolvedCache() }
+        if let cached = local._withUnsafeGuaranteedRef({ $0.lookup(keyPath) }) { return cached }
         if let cached = state.withLock({ $0.resolved[keyPath] }) {
-            local.remember(keyPath, cached)
+            local._withUnsafeGuaranteedRef { $0.remember(keyPath, cached) }
             return cached
         }
         let resolved: ResolvedKeyPath
@@ -302,7 +308,7 @@ enum KeyPathRegistry {
             state.resolved[keyPath] = resolved
             return resolved
         }
-        local.remember(keyPath, interned)
+        local._withUnsafeGuaranteedRef { $0.remember(keyPath, interned) }
         return interned
     }
 

@@ -138,13 +138,14 @@ extension KeyValueObservable {
     public func observe<Value>(
         _ keyPath: KeyPath<Self, Value>,
         options: ObservingOptions = [],
-        changeHandler: @escaping @Sendable (Self, ObservedChange<Value>) -> Void
+        changeHandler: consuming @escaping @Sendable (Self, ObservedChange<Value>) -> Void
     ) -> ObservationToken {
         let resolved = KeyPathRegistry.resolve(keyPath, on: self)
         switch resolved.kind {
         case .property, .dependent:
-            let box = Deliveries.closure(
-                keyPath: keyPath, resolved: resolved, options: options, handler: changeHandler)
+            let box = HandlerObservation(
+                unmanagedKeyPath: resolved.unmanagedKeyPath,
+                readsInitialValue: options.contains(.new), handler: changeHandler)
             return Deliveries.register(self, key: resolved.key, options: options, box: box)
         case .chain, .unsupported:
             return Deliveries.observeChain(
@@ -153,20 +154,9 @@ extension KeyValueObservable {
     }
 }
 
-/// Builders of delivery closures, specialized where they are inlined.
+/// Registration and delivery helpers, specialized where they are inlined.
 @usableFromInline
 enum Deliveries {
-    /// A box that calls `handler(object, change)` for changes of `resolved`.
-    @inlinable
-    static func closure<Object: AnyObject, Value>(
-        keyPath: KeyPath<Object, Value>, resolved: ResolvedKeyPath, options: ObservingOptions,
-        handler: @escaping @Sendable (Object, ObservedChange<Value>) -> Void
-    ) -> EngineObservation {
-        HandlerObservation(
-            keyPath: keyPath, unmanagedKeyPath: resolved.unmanagedKeyPath,
-            readsInitialValue: options.contains(.new), handler: handler)
-    }
-
     /// Delivers a change that is not ``EngineChange/isPlain``. Out of line, so
     /// the fast path of a delivery closure saves no registers for it.
     @inlinable @inline(never)
@@ -193,18 +183,24 @@ enum Deliveries {
             root, keyPath: keyPath, resolved: resolved, options: options, handler: handler)
     }
 
-    /// Registers `box` for `key` of `object` and wraps it in a token.
-    @usableFromInline
+    /// Registers `box` for `key` of `object` and wraps it in a token. Takes
+    /// over the caller's reference to `box`: only the token can remove the
+    /// observation, and `object` is held for the call, as
+    /// ``Engine/observe(object:key:options:owner:box:)`` requires.
+    @inlinable
     static func register<Object: KeyValueObservable>(
-        _ object: Object, key: EngineKey, options: ObservingOptions, box: EngineObservation
+        _ object: Object, key: EngineKey, options: ObservingOptions,
+        box: consuming EngineObservation
     ) -> ObservationToken {
         object.kvoRegistrar.attach(object)
-        if let error = Engine.observe(
-            object: Engine.address(object), key: key, options: options, owner: nil, box: box)
-        {
+        do {
+            return ObservationToken(
+                engineToken: try Engine.observe(
+                    object: Engine.address(object), key: key, options: options, owner: nil,
+                    box: box))
+        } catch {
             return ObservationToken(failed: error)
         }
-        return ObservationToken(engineToken: box.token)
     }
 }
 
@@ -360,8 +356,8 @@ enum ManualChanges {
 final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @unchecked Sendable {
     @usableFromInline
     let handler: @Sendable (Object, ObservedChange<Value>) -> Void
-    @usableFromInline
-    let keyPath: KeyPath<Object, Value>
+    /// The registry's key path (immortal), equal to the observed one and so
+    /// of its type: held without a reference count.
     @usableFromInline
     let unmanagedKeyPath: Unmanaged<AnyKeyPath>
     /// The observation asked for `.new`: an initial notification reads the value.
@@ -370,11 +366,10 @@ final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @un
 
     @inlinable
     init(
-        keyPath: KeyPath<Object, Value>, unmanagedKeyPath: Unmanaged<AnyKeyPath>,
-        readsInitialValue: Bool, handler: @escaping @Sendable (Object, ObservedChange<Value>) -> Void
+        unmanagedKeyPath: Unmanaged<AnyKeyPath>, readsInitialValue: Bool,
+        handler: @escaping @Sendable (Object, ObservedChange<Value>) -> Void
     ) {
         self.handler = handler
-        self.keyPath = keyPath
         self.unmanagedKeyPath = unmanagedKeyPath
         self.readsInitialValue = readsInitialValue
         super.init { change, box in
@@ -391,8 +386,11 @@ final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @un
     func deliverGeneral(_ change: EngineChange) {
         change.withObject(as: Object.self) { object in
             Deliveries.deliverGeneral(
-                change, of: object, keyPath: keyPath, readsInitialValue: readsInitialValue,
-                unmanagedKeyPath: unmanagedKeyPath, to: handler)
+                change, of: object,
+                keyPath: unsafeDowncast(
+                    unmanagedKeyPath.takeUnretainedValue(), to: KeyPath<Object, Value>.self),
+                readsInitialValue: readsInitialValue, unmanagedKeyPath: unmanagedKeyPath,
+                to: handler)
         }
     }
 }

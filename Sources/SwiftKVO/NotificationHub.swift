@@ -209,10 +209,10 @@ public final class NotificationHub: Sendable {
         if let observed = object as? any KeyValueObservable {
             observed.kvoRegistrar.attach(observed)
         }
-        let error = Engine.observe(
+        let token = try? Engine.observe(
             object: object.map { Engine.address($0) }, key: name.key, options: .new,
             owner: owner.map { Engine.address($0) }, box: box)
-        return Registration(token: error == nil ? box.token : 0)
+        return Registration(token: token ?? 0)
     }
 
     private static func makeBox<Observer: AnyObject>(

@@ -13,6 +13,7 @@ public final class ObservationToken: Sendable {
     private let composite: (any CompositeObservation)?
     private let failure: KVOError?
 
+    @usableFromInline
     init(engineToken: EngineToken) {
         self.engineToken = Atomic(engineToken)
         self.composite = nil
@@ -25,6 +26,7 @@ public final class ObservationToken: Sendable {
         self.failure = nil
     }
 
+    @usableFromInline
     init(failed error: KVOError) {
         self.engineToken = Atomic(0)
         self.composite = nil
@@ -81,7 +83,11 @@ public final class ObservationToken: Sendable {
         }
     }
 
-    deinit { invalidate() }
+    deinit {
+        // Usually invalidated already: a load spares the exchange's atomic
+        // read-modify-write (nothing else can reach the token any more).
+        if composite != nil || engineToken.load(ordering: .relaxed) != 0 { invalidate() }
+    }
 }
 
 /// An observation made of several engine registrations.

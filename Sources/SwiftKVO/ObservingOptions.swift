@@ -6,20 +6,25 @@ public struct ObservingOptions: OptionSet, Hashable, Sendable {
     public let rawValue: UInt32
 
     /// Creates options from raw bits.
+    @inlinable
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// The change carries the new value (never in a prior notification, never for removals).
-    public static let new = ObservingOptions(rawValue: 1 << 0)
+    @inlinable
+    public static var new: ObservingOptions { ObservingOptions(rawValue: 1 << 0) }
 
     /// The change carries the old value (never for insertions, never in the initial notification).
-    public static let old = ObservingOptions(rawValue: 1 << 1)
+    @inlinable
+    public static var old: ObservingOptions { ObservingOptions(rawValue: 1 << 1) }
 
     /// One notification is delivered synchronously during registration, after the
     /// observation is installed, with kind ``ChangeKind/setting`` and the current value
     /// (read after installation) as new value when `.new` is also given.
-    public static let initial = ObservingOptions(rawValue: 1 << 2)
+    @inlinable
+    public static var initial: ObservingOptions { ObservingOptions(rawValue: 1 << 2) }
 
     /// An extra notification before each change (``ObservedChange/isPrior`` is `true`),
     /// carrying the old value (with `.old`) and indexes, never the new value.
-    public static let prior = ObservingOptions(rawValue: 1 << 3)
+    @inlinable
+    public static var prior: ObservingOptions { ObservingOptions(rawValue: 1 << 3) }
 }
