@@ -109,6 +109,7 @@ ckvo_hub_create(void)
 		return NULL;
 	}
 	ck_stack_init(&hub->deferred);
+	ck_stack_init(&hub->spares);
 	hub->poll_at = CKVO_RECLAIM_BATCH;
 
 	if (ckvo__slots_init(&hub->slots))
@@ -186,6 +187,7 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 	} while (busy);
 
 	tables_destroy(hub, 5);
+	ckvo__spares_destroy(hub);
 	ckvo__keys_destroy(hub);
 	ckvo__tokens_destroy(hub);
 	ck_epoch_unregister(hub->writer);

@@ -37,6 +37,7 @@
 #include <pthread.h>
 
 #include "ckvo.h"
+#include "asan.h"
 #include "tsan.h"
 
 #define CKVO_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -221,6 +222,11 @@ struct ckvo_hub {
 	size_t observations;
 	uint64_t retired;             /* observations retired (under `lock` only) */
 	uint64_t released;            /* observations released (atomic, added per batch) */
+
+	/* Released observations kept for reuse (reclaim.c). */
+	ck_stack_t spares;            /* parked after release, by any thread */
+	unsigned int spare_count;     /* about how many `spares` holds (atomic) */
+	ck_stack_entry_t *spares_taken; /* taken from `spares`, under `lock` only */
 	bool is_default;
 
 	struct ckvo_hub *registry_prev, *registry_next; /* all hubs, for fork */
@@ -248,6 +254,9 @@ extern bool ckvo__asymmetric_fence;
 
 /* Retired entries accumulate to this many before a writer polls the epoch. */
 #define CKVO_RECLAIM_BATCH 64u
+
+/* At most about this many released observations are parked for reuse. */
+#define CKVO_SPARE_MAX 256u
 
 /* thread.c */
 ck_epoch_record_t *ckvo__thread_record_slow(void);
@@ -336,6 +345,8 @@ void ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready);
 void ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready);
 void ckvo__reclaim_flush(struct ckvo_hub *hub);
 void ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs);
+struct ckvo_observation *ckvo__observation_alloc(struct ckvo_hub *hub);
+void ckvo__spares_destroy(struct ckvo_hub *hub);
 void ckvo__retire_list(struct ckvo_hub *hub, struct ckvo_list *list);
 void ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot);
 

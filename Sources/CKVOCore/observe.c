@@ -415,9 +415,12 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 			return CKVO_ENOMEM;
 	}
 
-	obs = calloc(1, sizeof(*obs));
-	if (obs == NULL)
+	ckvo__hub_lock(hub);
+	obs = ckvo__observation_alloc(hub);
+	if (obs == NULL) {
+		ckvo__hub_unlock(hub);
 		return CKVO_ENOMEM;
+	}
 	obs->callback = callback;
 	obs->context = context;
 	obs->options = options;
@@ -426,8 +429,6 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 	obs->object = object;
 	obs->key = key;
 	obs->release = release;
-
-	ckvo__hub_lock(hub);
 	status = observe_locked(hub, info, obs, &existing, token);
 	if (status == CKVO_EEXIST) {
 		if (token != NULL)

@@ -1,6 +1,6 @@
 /*
  * churn.c — long runs of observe/unobserve cycles for the memory-bound
- * tests, and the process's resident set size to measure them by.
+ * tests, and the process's resident set size and heap to measure them by.
  *
  * A churn keeps a ring of `window` live observations: each cycle removes the
  * oldest (once the ring is full) and registers a new one, rotating through
@@ -10,6 +10,7 @@
  * Each ring position registers with its own owner (the address of its ring
  * entry), so no two live observations ever share an identity (no CKVO_EEXIST).
  */
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,18 @@ ckvots_resident_bytes(void)
 		resident = 0;
 	fclose(file);
 	return page > 0 ? (size_t)resident * (size_t)page : 0;
+}
+
+size_t
+ckvots_heap_bytes(void)
+{
+#if defined(__GLIBC__)
+	struct mallinfo2 info = mallinfo2();
+
+	return info.uordblks + info.hblkhd;
+#else
+	return 0;
+#endif
 }
 
 static void

@@ -6,7 +6,7 @@
  * thread-safe log, per-context release counting, fork(), pthread_exit() from
  * inside a callback, the values of preprocessor macros Swift cannot import,
  * loops of millions of calls (a debug Swift loop would dominate their cost)
- * and the resident set size.
+ * and the resident set size and heap in use.
  * Prefix: ckvots_ ("ckvo test support"). One concept per .c file; the section
  * names below are the file names.
  *
@@ -298,6 +298,12 @@ size_t ckvots_short_lived_dispatchers(ckvo_hub_t *hub, const void *object, ckvo_
  * times the page size); 0 if it cannot be read.
  */
 size_t ckvots_resident_bytes(void);
+
+/*
+ * Bytes the allocator has handed out and not yet been given back (glibc's
+ * mallinfo2(): in-use chunks plus mmap'ed ones); 0 where unavailable.
+ */
+size_t ckvots_heap_bytes(void);
 
 /*
  * Observe/unobserve cycles on one hub, for memory bounds. The churn keeps a
