@@ -209,19 +209,22 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         guard let object else { return }
         let resolved = KeyPathRegistry.resolve(keyPath, on: object)
         let address = Engine.address(of: object)
-        var released: [ObjectRecord] = []
-        let entry: Entry? = records.withLock { records in
+        // Keeps a record taken out of the table alive until after the lock:
+        // releasing it may release the observed object, whose deinit may
+        // call back into this controller.
+        var released: ObjectRecord?
+        let removal: Removal? = records.withLock { records in
             guard let record = records[address], record.object === object,
                 let entry = record.entries.removeValue(forKey: ObjectIdentifier(resolved.keyPath))
             else { return nil }
             if record.entries.isEmpty {
                 records[address] = nil
-                released.append(record)
+                released = record
             }
-            return entry
+            return Self.removal(of: entry)
         }
-        if let entry { finish(entry) }
-        released.removeAll()
+        removal?.perform()
+        withExtendedLifetime(released) {}
     }
 
     /// Stops observing every key path of `object`; the others stay observed.
@@ -234,8 +237,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             return record
         }
         guard let record else { return }
-        let entries = records.withLock { _ in Array(record.entries.values) }
-        for entry in entries { finish(entry) }
+        let removals = records.withLock { _ in record.entries.values.map(Self.removal(of:)) }
+        for removal in removals { removal.perform() }
     }
 
     /// Stops observing everything this controller observes.
@@ -244,26 +247,37 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             defer { records = [:] }
             return Array(records.values)
         }
-        let entries = records.withLock { _ in all.flatMap { $0.entries.values } }
-        for entry in entries { finish(entry) }
+        let removals = records.withLock { _ in
+            all.flatMap { $0.entries.values.map(Self.removal(of:)) }
+        }
+        for removal in removals { removal.perform() }
     }
 
-    /// Removes an entry taken out of the table (outside the lock).
-    private func finish(_ entry: Entry) {
-        let (readsToken, chain): (Bool, ObservationToken?) = records.withLock { _ in
-            if entry.registering {
-                entry.cancelled = true
-                // The registering thread (an initial callback) already has the
-                // token; another thread leaves the removal to it.
-                return (entry.thread == currentThreadID(), nil)
+    /// How to remove an entry taken out of the table, carried out after the lock.
+    private struct Removal {
+        /// The engine token to remove; 0 for none.
+        let token: EngineToken
+        let chain: ObservationToken?
+
+        func perform() {
+            if let chain {
+                chain.invalidate()
+            } else if token != 0 {
+                Engine.unobserve(token)
             }
-            return (true, entry.chain)
         }
-        if let chain {
-            chain.invalidate()
-        } else if readsToken, let box = entry.box {
-            Engine.unobserve(box.token)
+    }
+
+    /// The removal of `entry`, decided under the lock.
+    private static func removal(of entry: Entry) -> Removal {
+        if entry.registering {
+            entry.cancelled = true
+            // The registering thread (an initial callback) already has the
+            // token; another thread leaves the removal to it.
+            let token = entry.thread == currentThreadID() ? entry.box?.token : nil
+            return Removal(token: token ?? 0, chain: nil)
         }
+        return Removal(token: entry.box?.token ?? 0, chain: entry.chain)
     }
 
     // MARK: Internals
