@@ -116,12 +116,7 @@ let sanitizerRun: String? = {
             return
         }
         guard isIsolatedChild(name) else {
-            let child = try await runIsolated(filter: "CKVOCoreTests.MemoryBoundTests/\(name)", name: name)
-            #expect(child.status == 0, "the isolated run failed:\n\(child.output)")
-            for line in child.output.split(separator: "\n") where line.contains("memory-bound:") {
-                print(line)
-            }
-            #expect(child.output.contains("memory-bound:"), "the isolated run did not measure:\n\(child.output)")
+            try await measureInChild(filter: "CKVOCoreTests.MemoryBoundTests/\(name)", name: name)
             return
         }
 
@@ -148,12 +143,7 @@ let sanitizerRun: String? = {
         let name = "removingManyObservationsReturnsTheirMemoryBeyondTheReusePool"
         let count = sanitizerRun == nil ? 200_000 : 20_000
         if sanitizerRun == nil, !isIsolatedChild(name) {
-            let child = try await runIsolated(filter: "CKVOCoreTests.MemoryBoundTests/\(name)", name: name)
-            #expect(child.status == 0, "the isolated run failed:\n\(child.output)")
-            for line in child.output.split(separator: "\n") where line.contains("memory-bound:") {
-                print(line)
-            }
-            #expect(child.output.contains("memory-bound:"), "the isolated run did not measure:\n\(child.output)")
+            try await measureInChild(filter: "CKVOCoreTests.MemoryBoundTests/\(name)", name: name)
             return
         }
 

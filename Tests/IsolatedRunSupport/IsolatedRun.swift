@@ -4,6 +4,7 @@
 // naming it, and the child does the measuring.
 
 import Foundation
+import Testing
 
 /// Whether this process is the child ``runIsolated(filter:name:seconds:)`` started for the test
 /// named `name`.
@@ -24,6 +25,23 @@ public func runIsolated(filter: String, name: String, seconds: Double = 900) asy
             continuation.resume(with: Result { try runChild(filter: filter, name: name, seconds: seconds) })
         }.start()
     }
+}
+
+/// The parent's side of a measuring test: runs it in a child (``runIsolated(filter:name:seconds:)``),
+/// expects the child to pass and to have printed a line containing `marker`, and echoes those
+/// lines (the measurements) to this process's output.
+public func measureInChild(
+    filter: String, name: String, marker: String = "memory-bound:",
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let child = try await runIsolated(filter: filter, name: name)
+    #expect(child.status == 0, "the isolated run failed:\n\(child.output)", sourceLocation: sourceLocation)
+    for line in child.output.split(separator: "\n") where line.contains(marker) {
+        print(line)
+    }
+    #expect(
+        child.output.contains(marker), "the isolated run did not measure:\n\(child.output)",
+        sourceLocation: sourceLocation)
 }
 
 private func runChild(filter: String, name: String, seconds: Double) throws -> (status: Int32, output: String) {

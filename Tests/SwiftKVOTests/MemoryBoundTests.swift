@@ -145,12 +145,7 @@ private final class Ephemeral: KeyValueObservable, @unchecked Sendable {
             return
         }
         guard isIsolatedChild(name) else {
-            let child = try await runIsolated(filter: "SwiftKVOTests.MemoryBoundTests/\(name)", name: name)
-            #expect(child.status == 0, "the isolated run failed:\n\(child.output)")
-            for line in child.output.split(separator: "\n") where line.contains("memory-bound:") {
-                print(line)
-            }
-            #expect(child.output.contains("memory-bound:"), "the isolated run did not measure:\n\(child.output)")
+            try await measureInChild(filter: "SwiftKVOTests.MemoryBoundTests/\(name)", name: name)
             return
         }
 
