@@ -62,6 +62,9 @@ struct snapshot {
 	uint32_t count;
 };
 
+/* `view_values` before the first callee: no combination of value options. */
+#define CKVO_VIEW_VALUES_UNSET (~(ckvo_options_t)0)
+
 /* The state of one delivery loop. */
 struct delivery {
 	const ckvo_change_t *change;
@@ -182,9 +185,8 @@ delivery_init(struct delivery *d, ckvo_change_t *view, const ckvo_change_t *chan
 	view->is_initial = false;
 	d->view = view;
 	d->allowed = values_allowed(change, prior);
-	d->view_values = d->allowed;
-	view->new_value = (d->allowed & CKVO_OPTION_NEW) ? change->new_value : NULL;
-	view->old_value = (d->allowed & CKVO_OPTION_OLD) ? change->old_value : NULL;
+	/* No value set yet: the first callee's options decide them. */
+	d->view_values = CKVO_VIEW_VALUES_UNSET;
 	d->required = prior ? CKVO_OPTION_PRIOR : 0;
 }
 
