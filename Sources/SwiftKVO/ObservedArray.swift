@@ -281,26 +281,14 @@ public struct ObservedArrayMutator<Object: KeyValueObservable, Element> {
             access.modify(object, body)
             return
         }
-        let key = SetterState.key(state)
-        let probe = SetterState.probe(state)
-        let address = Engine.address(object)
-        let dependents =
-            state & SetterState.hasDependents != 0
-            ? Dependencies.willChange(of: key, on: object) : nil
-        if Engine.hasObservers(probe) {
-            if Engine.hasPriorObservers(probe) {
-                Engine.announce(
-                    prior: true, object: address, key: key, kind: kind, old: old, new: nil,
-                    indexes: indexes)
-            }
-            access.modify(object, body)
+        ChangeAnnouncement.perform(on: object, state: state) {
+        } announce: { prior, key, address, _ in
             Engine.announce(
-                prior: false, object: address, key: key, kind: kind, old: old, new: new,
-                indexes: indexes)
-        } else {
+                prior: prior, object: address, key: key, kind: kind, old: old,
+                new: prior ? nil : new, indexes: indexes)
+        } change: {
             access.modify(object, body)
         }
-        if let dependents { Dependencies.didChange(dependents) }
     }
 }
 
