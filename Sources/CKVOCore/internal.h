@@ -72,6 +72,7 @@ struct ckvo_observation {
 	const void *owner;
 	const void *object;
 	ckvo_key_t key;
+	unsigned long identity; /* ckvo__identity_hash, set before it is indexed */
 
 	/* Writer-only. */
 	uint32_t index;                /* position in slot->list */

@@ -213,7 +213,7 @@ observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
 
 	ckvo__token_release(hub, obs);
 	if (observation_indexed(obs))
-		(void)ck_hs_remove(&hub->identities, ckvo__identity_hash(&hub->identities, obs), obs);
+		(void)ck_hs_remove(&hub->identities, obs->identity, obs);
 	if (obs->owner_group != NULL) {
 		struct ckvo_owner_group *group = obs->owner_group;
 
@@ -297,11 +297,11 @@ ckvo__remove_all(struct ckvo_hub *hub)
 
 /* Undoes a registration that failed before it was published: nobody can see it. */
 static void
-registration_abandon(struct ckvo_hub *hub, struct ckvo_observation *obs, bool identified,
+registration_abandon(struct ckvo_hub *hub, struct ckvo_observation *obs,
     struct ckvo_owner_group *group)
 {
-	if (identified && observation_indexed(obs))
-		(void)ck_hs_remove(&hub->identities, ckvo__identity_hash(&hub->identities, obs), obs);
+	if (observation_indexed(obs))
+		(void)ck_hs_remove(&hub->identities, obs->identity, obs);
 	if (group != NULL)
 		owner_group_drop_if_empty(hub, group);
 	ckvo__token_release(hub, obs);
@@ -309,39 +309,62 @@ registration_abandon(struct ckvo_hub *hub, struct ckvo_observation *obs, bool id
 }
 
 /*
+ * Indexes `obs` by its identity: CKVO_OK, CKVO_EEXIST with `*existing` set
+ * to the live duplicate, or CKVO_ENOMEM. Inserting comes first: a duplicate
+ * is rare, and ck_hs_put refuses it too, so a new identity costs one probe.
+ */
+static ckvo_status_t
+identity_index(struct ckvo_hub *hub, struct ckvo_observation *obs,
+    struct ckvo_observation **existing)
+{
+	obs->identity = ckvo__identity_hash(&hub->identities, obs);
+	if (ck_hs_put(&hub->identities, obs->identity, obs))
+		return CKVO_OK;
+	*existing = ck_hs_get(&hub->identities, obs->identity, obs);
+	if (*existing == NULL)
+		return CKVO_ENOMEM;
+	if (ck_pr_load_uint(&(*existing)->state) == CKVO_STATE_LIVE)
+		return CKVO_EEXIST;
+	/* Marked dead by a reader but not drained yet: its drain retires it. */
+	(void)observation_unlink(hub, *existing);
+	*existing = NULL;
+	return ck_hs_put(&hub->identities, obs->identity, obs) ? CKVO_OK : CKVO_ENOMEM;
+}
+
+/*
  * Installs an observation under the writer lock. Everything that can fail
  * comes first; the observation becomes visible to dispatch (list append,
- * slot publication) and then to token lookups, in that order.
+ * slot publication) and then to token lookups, in that order. On failure
+ * `obs` is freed, except on CKVO_EEXIST (`*existing`: the duplicate).
  */
 static ckvo_status_t
 observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_observation *obs,
     struct ckvo_observation **existing, ckvo_token_t *token)
 {
 	bool indexed = observation_indexed(obs);
-	unsigned long identity = indexed ? ckvo__identity_hash(&hub->identities, obs) : 0;
 	struct ckvo_owner_group *group = NULL;
 	struct ckvo_slot *slot, *new_slot = NULL;
 
-	*existing = indexed ? ck_hs_get(&hub->identities, identity, obs) : NULL;
-	if (*existing != NULL) {
-		if (ck_pr_load_uint(&(*existing)->state) == CKVO_STATE_LIVE)
-			return CKVO_EEXIST;
-		/* Marked dead by a reader but not drained yet: its drain retires it. */
-		(void)observation_unlink(hub, *existing);
-	}
+	*existing = NULL;
+	if (indexed) {
+		ckvo_status_t status = identity_index(hub, obs, existing);
 
-	if (!ckvo__token_reserve(hub, obs)) {
-		free(obs);
-		return CKVO_ENOMEM;
+		if (status != CKVO_OK) {
+			if (status != CKVO_EEXIST)
+				free(obs);
+			return status;
+		}
 	}
-	if (indexed && !ck_hs_put(&hub->identities, identity, obs)) {
-		registration_abandon(hub, obs, false, NULL);
+	if (!ckvo__token_reserve(hub, obs)) {
+		if (indexed)
+			(void)ck_hs_remove(&hub->identities, obs->identity, obs);
+		free(obs);
 		return CKVO_ENOMEM;
 	}
 	if (obs->owner != NULL) {
 		group = owner_group_get(hub, obs->owner, true);
 		if (group == NULL) {
-			registration_abandon(hub, obs, true, NULL);
+			registration_abandon(hub, obs, NULL);
 			return CKVO_ENOMEM;
 		}
 	}
@@ -350,7 +373,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 	if (slot == NULL) {
 		slot = new_slot = slot_create(info, obs->object);
 		if (slot == NULL) {
-			registration_abandon(hub, obs, true, group);
+			registration_abandon(hub, obs, group);
 			return CKVO_ENOMEM;
 		}
 	}
@@ -373,7 +396,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 			free(new_slot->list);
 			free(new_slot);
 		}
-		registration_abandon(hub, obs, true, group);
+		registration_abandon(hub, obs, group);
 		return CKVO_ENOMEM;
 	}
 

@@ -173,13 +173,14 @@ identity_hash(const void *object, unsigned long seed)
 	return identity_hash_fields(object, seed);
 }
 
+/* Both sides carry their hash (obs->identity): most probes end at its comparison. */
 static bool
 identity_equal(const void *stored, const void *probe)
 {
 	const struct ckvo_observation *a = stored, *b = probe;
 
-	return a->owner == b->owner && a->object == b->object && a->key == b->key &&
-	    a->callback == b->callback && a->context == b->context;
+	return a->identity == b->identity && a->owner == b->owner && a->object == b->object &&
+	    a->key == b->key && a->callback == b->callback && a->context == b->context;
 }
 
 bool

@@ -104,6 +104,29 @@ import Testing
         #expect(probe.releases == 2)
     }
 
+    @Test func reregistrationAfterADeferredRemovalSucceedsWithANewToken() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let key = hub.key("value")
+        let token = TokenCell()
+        let probe = Probe()
+        probe.onChange = { _ in _ = ckvo_unobserve_deferred(raw, token.value) }
+        let first = hub.mustObserve(probe, object: fake(0), key: key)
+        token.pointer.pointee = first
+        hub.did(fake(0), key)
+
+        // The same identity again, while the removal is still queued.
+        probe.onChange = nil
+        let second = hub.mustObserve(probe, object: fake(0), key: key)
+
+        #expect(second != first)
+        #expect(hub.stats().observations == 1)
+        hub.did(fake(0), key)
+        #expect(probe.calls == 2)
+        hub.destroy()
+        #expect(probe.releases == 2)
+    }
+
     @Test func duplicateWildcardRegistrationReportsAlreadyObserving() {
         let hub = TestHub()
         let key = hub.key("note")
