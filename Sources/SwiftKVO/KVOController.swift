@@ -60,6 +60,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     // too, and every registration would look their metadata up at run time.
     typealias Entry = KVOControllerEntry
     typealias ObjectRecord = KVOControllerRecord
+    typealias Removal = KVOControllerRemoval
 
     private let records = LockedState<[UInt: ObjectRecord]>([:])
 
@@ -253,21 +254,6 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         for removal in removals { removal.perform() }
     }
 
-    /// How to remove an entry taken out of the table, carried out after the lock.
-    private struct Removal {
-        /// The engine token to remove; 0 for none.
-        let token: EngineToken
-        let chain: ObservationToken?
-
-        func perform() {
-            if let chain {
-                chain.invalidate()
-            } else if token != 0 {
-                Engine.unobserve(token)
-            }
-        }
-    }
-
     /// The removal of `entry`, decided under the lock.
     private static func removal(of entry: Entry) -> Removal {
         if entry.registering {
@@ -298,11 +284,16 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
                 released.append(existing)
                 record = nil
             }
-            let current = record ?? ObjectRecord(object: object, retains: retainsObserved)
-            if current.entries[keyID] != nil { return true }
-            current.entries[keyID] = entry
-            records[address] = current
-            return false
+            guard let record else {
+                let created = ObjectRecord(object: object, retains: retainsObserved)
+                created.entries[keyID] = entry
+                records[address] = created
+                return false
+            }
+            // One probe when the key path is new; a duplicate is put back.
+            guard let previous = record.entries.updateValue(entry, forKey: keyID) else { return false }
+            record.entries[keyID] = previous
+            return true
         }
         released.removeAll()
         if duplicate { return .alreadyObserving }
@@ -374,14 +365,31 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     }
 }
 
+/// How to remove an entry taken out of the table, carried out after the lock.
+struct KVOControllerRemoval {
+    /// The engine token to remove; 0 for none.
+    let token: EngineToken
+    let chain: ObservationToken?
+
+    func perform() {
+        if let chain {
+            chain.invalidate()
+        } else if token != 0 {
+            Engine.unobserve(token)
+        }
+    }
+}
+
 /// One registration of a ``KVOController``: its box, or its chain's token.
 final class KVOControllerEntry {
     let box: EngineObservation?
     let thread: UInt
-    var registering = true
-    var cancelled = false
+    // The mutable fields below are accessed only under the controller's lock,
+    // which is their exclusivity: accesses skip the runtime's dynamic check.
+    @exclusivity(unchecked) var registering = true
+    @exclusivity(unchecked) var cancelled = false
     /// For a key-path chain: the chain's token.
-    var chain: ObservationToken?
+    @exclusivity(unchecked) var chain: ObservationToken?
 
     init(box: EngineObservation?, thread: UInt) {
         self.box = box
@@ -394,7 +402,8 @@ final class KVOControllerEntry {
 final class KVOControllerRecord {
     var strongObject: AnyObject?
     weak var weakObject: AnyObject?
-    var entries: [ObjectIdentifier: KVOControllerEntry] = [:]
+    /// Accessed only under the controller's lock (see ``KVOControllerEntry``).
+    @exclusivity(unchecked) var entries: [ObjectIdentifier: KVOControllerEntry] = [:]
 
     init(object: AnyObject, retains: Bool) {
         if retains { strongObject = object } else { weakObject = object }

@@ -11,7 +11,9 @@ import Darwin
 /// engine runs). Like swift-nio's `NIOLockedValueBox`.
 final class LockedState<State>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var state: State
+    /// Accessed only inside `withLock`: the mutex is its exclusivity, so
+    /// each access skips the runtime's dynamic check.
+    @exclusivity(unchecked) private var state: State
 
     init(_ state: State) {
         self.state = state
