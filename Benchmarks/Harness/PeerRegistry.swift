@@ -10,6 +10,7 @@ enum PeerRegistry {
         // The floors: no machinery at all.
         CFunctionPointerPeer(),
         SwiftClosureArrayPeer(),
+        CToSwiftClosurePeer(),
 
         // SwiftKVO.
         SwiftKVOCPeer(),
