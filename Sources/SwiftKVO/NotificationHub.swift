@@ -96,8 +96,9 @@ public final class NotificationHub: Sendable {
         _ observer: Observer, name: Name, object: AnyObject? = nil,
         using block: @escaping @Sendable (Observer, HubNotification) -> Void
     ) -> Registration {
-        let box = Self.makeBox(observer: observer, sender: object, block)
-        let registration = register(box, name: name, object: object, owner: observer)
+        let sender = Sender(object)
+        let box = Self.makeBox(observer: observer, sender: sender, block)
+        let registration = register(box, name: name, sender: sender)
         let entry = Entry(
             registration: registration, name: name,
             objectAddress: object.map { Engine.address(of: $0) } ?? 0, observer: observer)
@@ -126,10 +127,11 @@ public final class NotificationHub: Sendable {
         using block: @escaping @Sendable (HubNotification) -> Void
     ) -> ObservationToken {
         let anchor = NotificationHub.self as AnyObject
-        let box = Self.makeBox(observer: anchor, sender: object, strongObserver: true) { _, note in
+        let sender = Sender(object)
+        let box = Self.makeBox(observer: anchor, sender: sender, strongObserver: true) { _, note in
             block(note)
         }
-        let registration = register(box, name: name, object: object, owner: nil)
+        let registration = register(box, name: name, sender: sender)
         return registration.token == 0
             ? ObservationToken(failed: .invalidArgument)
             : ObservationToken(engineToken: registration.token)
@@ -177,16 +179,19 @@ public final class NotificationHub: Sendable {
     public func removeObserver(_ observer: AnyObject, name: Name, object: AnyObject? = nil) {
         let address = Engine.address(of: observer)
         let objectAddress = object.map { Engine.address(of: $0) }
-        let removed: [Entry] = table.withLock { table in
-            guard let entries = table.entries[address] else { return [] }
-            let matches: (Entry) -> Bool = {
-                $0.name == name && (objectAddress == nil || $0.objectAddress == objectAddress)
+        var removed: [EngineToken] = []
+        table.withLock { table in
+            // Taken out and edited in place: the entries are not copied.
+            guard var entries = table.entries.removeValue(forKey: address) else { return }
+            entries.removeAll { entry in
+                guard entry.name == name, objectAddress == nil || entry.objectAddress == objectAddress
+                else { return false }
+                removed.append(entry.registration.token)
+                return true
             }
-            let remaining = entries.filter { !matches($0) }
-            table.entries[address] = remaining.isEmpty ? nil : remaining
-            return entries.filter(matches)
+            if !entries.isEmpty { table.entries[address] = entries }
         }
-        for entry in removed { Engine.unobserve(entry.registration.token) }
+        for token in removed { Engine.unobserve(token) }
     }
 
     /// Removes one registration. A no-op if it was already removed.
@@ -203,20 +208,35 @@ public final class NotificationHub: Sendable {
 
     // MARK: Internals
 
-    private func register(
-        _ box: EngineObservation, name: Name, object: AnyObject?, owner: AnyObject?
-    ) -> Registration {
-        if let observed = object as? any KeyValueObservable {
+    /// A registration's sender, and whether it is ``KeyValueObservable``
+    /// (checked once: a dynamic conformance check is a runtime cache lookup).
+    private struct Sender {
+        let object: AnyObject?
+        let observable: (any KeyValueObservable)?
+
+        init(_ object: AnyObject?) {
+            self.object = object
+            observable = object as? any KeyValueObservable
+        }
+    }
+
+    /// Registers `box` with the engine. No owner: the hub's own table finds an
+    /// observer's registrations, so the engine keeps no owner group for them.
+    private func register(_ box: EngineObservation, name: Name, sender: Sender) -> Registration {
+        if let observed = sender.observable {
             observed.kvoRegistrar.attach(observed)
         }
         let token = try? Engine.observe(
-            object: object.map { Engine.address($0) }, key: name.key, options: .new,
-            owner: owner.map { Engine.address($0) }, box: box)
+            object: sender.object.map { Engine.address($0) }, key: name.key, options: .new,
+            owner: nil, box: box)
         return Registration(token: token ?? 0)
     }
 
+    /// The box of one registration. Its closures hold the observer as
+    /// `AnyObject`, so a registration instantiates no generic metadata at run
+    /// time; `block`'s own type says the observer is an `Observer`.
     private static func makeBox<Observer: AnyObject>(
-        observer: Observer, sender: AnyObject?, strongObserver: Bool = false,
+        observer: Observer, sender: Sender, strongObserver: Bool = false,
         _ block: @escaping @Sendable (Observer, HubNotification) -> Void
     ) -> EngineObservation {
         // A sender that is KeyValueObservable removes its observations when it
@@ -227,17 +247,18 @@ public final class NotificationHub: Sendable {
         // object can appear at its address and a post from that address
         // always comes from the sender itself — no weak load per delivery.
         let pinnedSender: SenderPin? =
-            sender.flatMap { $0 is any KeyValueObservable ? nil : SenderPin(object: $0) }
+            sender.observable == nil ? sender.object.map(SenderPin.init(object:)) : nil
         if strongObserver {
+            let observer: AnyObject = observer
             return EngineObservation { [observer, pinnedSender] change, _ in
                 guard let note = change.newValueAddress(as: HubNotification.self) else {
                     withExtendedLifetime(pinnedSender) {}  // captured, never read
                     return
                 }
-                block(observer, note.pointee)
+                block(unsafeDowncast(observer, to: Observer.self), note.pointee)
             }
         }
-        let weakObserver = WeakReference(observer)
+        let weakObserver = WeakReference<AnyObject>(observer)
         return EngineObservation { [pinnedSender] change, box in
             guard let observer = weakObserver.object else {
                 withExtendedLifetime(pinnedSender) {}
@@ -245,7 +266,7 @@ public final class NotificationHub: Sendable {
                 return
             }
             guard let note = change.newValueAddress(as: HubNotification.self) else { return }
-            block(observer, note.pointee)
+            block(unsafeDowncast(observer, to: Observer.self), note.pointee)
         }
     }
 

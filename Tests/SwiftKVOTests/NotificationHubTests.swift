@@ -77,6 +77,31 @@ extension NotificationHub.Name {
         #expect(log.values == ["n1", "n2", "n2"])
     }
 
+    @Test func removalByNameAndSenderKeepsTheObserversOtherRegistrations() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let other = NotificationHub.Name(name.rawValue + ".other")
+        let observer = Observer()
+        let a = Account()
+        let b = Account()
+        let log = Log<String>()
+        hub.addObserver(observer, name: name, object: a) { _, _ in log.append("a") }
+        hub.addObserver(observer, name: name, object: b) { _, _ in log.append("b") }
+        hub.addObserver(observer, name: other, object: a) { _, _ in log.append("other a") }
+
+        hub.removeObserver(observer, name: name, object: a)
+        hub.post(name: name, object: a)
+        hub.post(name: name, object: b)
+        hub.post(name: other, object: a)
+        hub.removeObserver(observer, name: name)
+        hub.post(name: name, object: b)
+        hub.post(name: other, object: a)
+        hub.removeObserver(observer)
+        hub.post(name: other, object: a)
+
+        #expect(log.values == ["b", "other a", "other a"])
+    }
+
     @Test func tokenStyleRegistrationEndsWithTheToken() {
         let hub = NotificationHub.default
         let name = uniqueName()
