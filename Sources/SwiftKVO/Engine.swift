@@ -201,12 +201,6 @@ enum Engine {
         return error(ckvo_unobserve_object(hub, pointer))
     }
 
-    @discardableResult
-    static func unobserveOwner(address: UInt) -> KVOError? {
-        guard let pointer = UnsafeRawPointer(bitPattern: address) else { return .invalidArgument }
-        return error(ckvo_unobserve_owner(hub, pointer))
-    }
-
     /// Waits until every removed observation has been released (tests, shutdown).
     @discardableResult
     static func flush() -> KVOError? { error(ckvo_hub_flush(hub)) }

@@ -77,9 +77,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     }
 
     deinit {
-        let address = Engine.address(of: self)
-        let any = records.withLock { !$0.isEmpty }
-        if any { Engine.unobserveOwner(address: address) }
+        unobserveAll()
     }
 
     // MARK: Observing
@@ -302,7 +300,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         do {
             _ = try Engine.observe(
                 object: Engine.address(object), key: resolved.key, options: options,
-                owner: Engine.address(self), box: box)
+                owner: nil, box: box)
             error = nil
         } catch let failure {
             error = failure
