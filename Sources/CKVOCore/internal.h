@@ -72,7 +72,6 @@ struct ckvo_observation {
 	const void *owner;
 	const void *object;
 	ckvo_key_t key;
-	unsigned long identity; /* ckvo__identity_hash, set before it is indexed */
 
 	/* Writer-only. */
 	uint32_t index;                /* position in slot->list */
@@ -81,7 +80,15 @@ struct ckvo_observation {
 	struct ckvo_owner_group *owner_group;
 	struct ckvo_observation *owner_prev, *owner_next;
 	ck_stack_entry_t deferred_link; /* on hub->deferred while DEFERRED */
-	ck_epoch_entry_t retire;
+	/*
+	 * An observation is unlinked (taken out of hub->identities) before it
+	 * is retired, so its identity hash and its retirement entry share
+	 * storage: the record stays 120 bytes.
+	 */
+	union {
+		unsigned long identity; /* ckvo__identity_hash, from indexing to unlinking */
+		ck_epoch_entry_t retire; /* from retirement on */
+	};
 };
 
 /* ------------------------------------------------------------------- list */
