@@ -27,27 +27,11 @@ struct CFunctionPointerPeer: FixtureFactories {
         func tearDown() { cbench_subject_destroy(subject) }
     }
 
-    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
-        let subjects: UnsafeMutablePointer<OpaquePointer?>
-        let count: Int
-        var cursor = 0
-        let unitsPerIteration = 1
+    final class ManySubjects: CFloorSubjects, ManySubjectsFixture, @unchecked Sendable {
         init(subjects count: Int) {
-            self.count = count
-            subjects = .allocate(capacity: count)
-            for i in 0..<count {
-                let subject = cbench_subject_create()!
+            super.init(count: count) { subject in
                 precondition(cbench_subject_observe(subject, cbench_tick_callback, nil, nil) == 0)
-                subjects[i] = subject
             }
-        }
-        func run(_ iterations: Int) {
-            cbench_subjects_round_robin(subjects, count, cursor, iterations)
-            cursor = (cursor + iterations) % count
-        }
-        func tearDown() {
-            for i in 0..<count { cbench_subject_destroy(subjects[i]) }
-            subjects.deallocate()
         }
     }
 
@@ -98,5 +82,35 @@ struct CFunctionPointerPeer: FixtureFactories {
                     subject, cbench_tick_callback, UnsafeMutableRawPointer(bitPattern: i + 1), nil)
             }
         } release: {}
+    }
+}
+
+/// `count` C floor subjects, each given its observer by `observe`, changed
+/// round-robin by the C loop: the many-subjects fixture of the floors built on
+/// floor.c.
+class CFloorSubjects: @unchecked Sendable {
+    let subjects: UnsafeMutablePointer<OpaquePointer?>
+    let count: Int
+    var cursor = 0
+    let unitsPerIteration = 1
+
+    init(count: Int, observe: (OpaquePointer) -> Void) {
+        self.count = count
+        subjects = .allocate(capacity: count)
+        for i in 0..<count {
+            let subject = cbench_subject_create()!
+            observe(subject)
+            subjects[i] = subject
+        }
+    }
+
+    func run(_ iterations: Int) {
+        cbench_subjects_round_robin(subjects, count, cursor, iterations)
+        cursor = (cursor + iterations) % count
+    }
+
+    func tearDown() {
+        for i in 0..<count { cbench_subject_destroy(subjects[i]) }
+        subjects.deallocate()
     }
 }

@@ -53,28 +53,15 @@ struct CToSwiftClosurePeer: FixtureFactories {
         }
     }
 
-    final class ManySubjects: ManySubjectsFixture, @unchecked Sendable {
-        let subjects: UnsafeMutablePointer<OpaquePointer?>
-        var contexts: [UnsafeMutableRawPointer] = []
-        let count: Int
-        var cursor = 0
-        let unitsPerIteration = 1
+    final class ManySubjects: CFloorSubjects, ManySubjectsFixture, @unchecked Sendable {
+        private var contexts: [UnsafeMutableRawPointer] = []
         init(subjects count: Int) {
-            self.count = count
-            subjects = .allocate(capacity: count)
-            for i in 0..<count {
-                let subject = cbench_subject_create()!
-                contexts.append(CToSwiftClosurePeer.observe(subject))
-                subjects[i] = subject
-            }
+            var contexts: [UnsafeMutableRawPointer] = []
+            super.init(count: count) { contexts.append(CToSwiftClosurePeer.observe($0)) }
+            self.contexts = contexts
         }
-        func run(_ iterations: Int) {
-            cbench_subjects_round_robin(subjects, count, cursor, iterations)
-            cursor = (cursor + iterations) % count
-        }
-        func tearDown() {
-            for i in 0..<count { cbench_subject_destroy(subjects[i]) }
-            subjects.deallocate()
+        override func tearDown() {
+            super.tearDown()
             contexts.forEach(CToSwiftClosurePeer.release)
         }
     }
