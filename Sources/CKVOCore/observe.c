@@ -550,19 +550,26 @@ ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 
 	ckvo__read_begin(record);
 	obs = ckvo__token_find(hub, token);
-	if (obs != NULL &&
-	    ck_pr_cas_uint(&obs->state, CKVO_STATE_LIVE, CKVO_STATE_DEFERRED)) {
+	if (obs != NULL) {
 		/*
 		 * Make dispatches check states in this slot until a writer has
-		 * unlinked it. The slot outlives this section even if a writer
-		 * unlinks the observation meanwhile (the counter then returns to
-		 * zero after a transient wrap, which only makes readers careful).
+		 * unlinked it, and do so before the state changes: a dispatch
+		 * that finds the slot's count zero then finds the observation
+		 * still live, so once the state says DEFERRED every dispatch
+		 * that starts skips it. The slot outlives this section even if a
+		 * writer unlinks the observation meanwhile (the counter then
+		 * returns to zero after a transient wrap, which only makes
+		 * readers careful).
 		 */
 		ck_pr_inc_64(&obs->slot->deferred);
-		/* Pairs with the acquire in ckvo__drain_deferred. */
-		CKVO_TSAN_RELEASE(obs);
-		ck_stack_push_upmc(&hub->deferred, &obs->deferred_link);
-		status = CKVO_OK;
+		if (ck_pr_cas_uint(&obs->state, CKVO_STATE_LIVE, CKVO_STATE_DEFERRED)) {
+			/* Pairs with the acquire in ckvo__drain_deferred. */
+			CKVO_TSAN_RELEASE(obs);
+			ck_stack_push_upmc(&hub->deferred, &obs->deferred_link);
+			status = CKVO_OK;
+		} else {
+			ck_pr_dec_64(&obs->slot->deferred); /* removed or deferred already */
+		}
 	}
 	ckvo__read_end(record);
 	return status;
