@@ -232,9 +232,10 @@ public final class NotificationHub: Sendable {
         return Registration(token: token ?? 0)
     }
 
-    /// The box of one registration. Its closures hold the observer as
-    /// `AnyObject`, so a registration instantiates no generic metadata at run
-    /// time; `block`'s own type says the observer is an `Observer`.
+    /// The box of one registration. The closure of a strongly held observer
+    /// holds it as `AnyObject` (`block`'s own type says it is an `Observer`);
+    /// a weakly held one stays typed, which keeps its delivery free of an
+    /// extra retain and release of the observer.
     private static func makeBox<Observer: AnyObject>(
         observer: Observer, sender: Sender, strongObserver: Bool = false,
         _ block: @escaping @Sendable (Observer, HubNotification) -> Void
@@ -258,7 +259,7 @@ public final class NotificationHub: Sendable {
                 block(unsafeDowncast(observer, to: Observer.self), note.pointee)
             }
         }
-        let weakObserver = WeakReference<AnyObject>(observer)
+        let weakObserver = WeakReference(observer)
         return EngineObservation { [pinnedSender] change, box in
             guard let observer = weakObserver.object else {
                 withExtendedLifetime(pinnedSender) {}
@@ -266,7 +267,7 @@ public final class NotificationHub: Sendable {
                 return
             }
             guard let note = change.newValueAddress(as: HubNotification.self) else { return }
-            block(unsafeDowncast(observer, to: Observer.self), note.pointee)
+            block(observer, note.pointee)
         }
     }
 
