@@ -230,26 +230,29 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     public func unobserve(_ object: AnyObject?) {
         guard let object else { return }
         let address = Engine.address(of: object)
-        let record: ObjectRecord? = records.withLock { records in
-            guard let record = records[address], record.object === object else { return nil }
+        // Records taken out of the table stay alive until after the lock (see
+        // `unobserve(_:_:)`), and their removals are decided under it.
+        var released: ObjectRecord?
+        let removals: [Removal] = records.withLock { records in
+            guard let record = records[address], record.object === object else { return [] }
             records[address] = nil
-            return record
+            released = record
+            return record.entries.values.map(Self.removal(of:))
         }
-        guard let record else { return }
-        let removals = records.withLock { _ in record.entries.values.map(Self.removal(of:)) }
         for removal in removals { removal.perform() }
+        withExtendedLifetime(released) {}
     }
 
     /// Stops observing everything this controller observes.
     public func unobserveAll() {
-        let all = records.withLock { records in
-            defer { records = [:] }
-            return Array(records.values)
-        }
-        let removals = records.withLock { _ in
-            all.flatMap { $0.entries.values.map(Self.removal(of:)) }
+        var released: [ObjectRecord] = []
+        let removals: [Removal] = records.withLock { records in
+            released = Array(records.values)
+            records = [:]
+            return released.flatMap { $0.entries.values.map(Self.removal(of:)) }
         }
         for removal in removals { removal.perform() }
+        withExtendedLifetime(released) {}
     }
 
     /// The removal of `entry`, decided under the lock.

@@ -232,10 +232,6 @@ public final class NotificationHub: Sendable {
         return Registration(token: token ?? 0)
     }
 
-    /// The box of one registration. The closure of a strongly held observer
-    /// holds it as `AnyObject` (`block`'s own type says it is an `Observer`);
-    /// a weakly held one stays typed, which keeps its delivery free of an
-    /// extra retain and release of the observer.
     private static func makeBox<Observer: AnyObject>(
         observer: Observer, sender: Sender, strongObserver: Bool = false,
         _ block: @escaping @Sendable (Observer, HubNotification) -> Void
@@ -250,13 +246,12 @@ public final class NotificationHub: Sendable {
         let pinnedSender: SenderPin? =
             sender.observable == nil ? sender.object.map(SenderPin.init(object:)) : nil
         if strongObserver {
-            let observer: AnyObject = observer
             return EngineObservation { [observer, pinnedSender] change, _ in
                 guard let note = change.newValueAddress(as: HubNotification.self) else {
                     withExtendedLifetime(pinnedSender) {}  // captured, never read
                     return
                 }
-                block(unsafeDowncast(observer, to: Observer.self), note.pointee)
+                block(observer, note.pointee)
             }
         }
         let weakObserver = WeakReference(observer)
