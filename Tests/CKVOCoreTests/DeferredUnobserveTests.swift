@@ -27,6 +27,48 @@ import Testing
         #expect(probe.calls == 1)
     }
 
+    /// SPEC §2.11 for the dispatch-path removal: once ckvo_unobserve_deferred has returned on
+    /// one thread, no dispatch that starts later, on any thread, calls the observation.
+    @Test func noDispatchStartingAfterDeferredUnobserveReturnsCallsItOnAnyThread() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let key = hub.key("value")
+        let dispatchers = 4
+        let threadIDs = (0..<dispatchers).map { _ in AtomicCounter() }
+        // Per dispatcher: 1 while its current dispatch started after the removal returned.
+        let startedAfterRemoval = (0..<dispatchers).map { _ in AtomicCounter() }
+        let lateCalls = AtomicCounter()
+        let rounds = iterations(50, stress: 2_000)
+        for _ in 0..<rounds {
+            let token = TokenCell()
+            let removed = AtomicCounter()
+            let probe = Probe()
+            probe.onChange = { _ in
+                let me = currentThreadID()
+                if let i = threadIDs.firstIndex(where: { $0.value == me }),
+                    startedAfterRemoval[i].value != 0
+                {
+                    lateCalls.next()
+                }
+                if ckvo_unobserve_deferred(raw, token.value) == CKVO_OK { removed.value = 1 }
+            }
+            token.pointer.pointee = hub.mustObserve(probe, object: fake(0), key: key)
+            runThreads(dispatchers) { i in
+                threadIDs[i].value = currentThreadID()
+                for _ in 0..<5 {
+                    startedAfterRemoval[i].value = removed.value
+                    _ = announce(ckvo_did_change, raw, fake(0), key)
+                }
+                startedAfterRemoval[i].value = 0
+            }
+            probe.onChange = nil
+        }
+        #expect(hub.flush() == CKVO_OK)
+
+        #expect(lateCalls.value == 0)
+        #expect(hub.stats().observations == 0)
+    }
+
     @Test func deferredUnobserveReleasesOnceAfterTheNextWriterAndFlush() {
         let hub = TestHub()
         let raw = hub.raw
