@@ -386,11 +386,14 @@ struct EngineChange {
         return pointer.assumingMemoryBound(to: Value.self).pointee
     }
 
-    /// The borrowed new value, typed as the announcer's `Value` (valid
-    /// during the callback only).
+    /// Calls `body` with the new value when the announcer passed an object
+    /// itself (`Unmanaged` opaque form) rather than a value's address. The
+    /// announcer holds the object for the whole dispatch, so it is borrowed
+    /// at +0.
     @inlinable @inline(__always)
-    func newValueAddress<Value>(as _: Value.Type) -> UnsafePointer<Value>? {
-        raw.pointee.new_value.map { $0.assumingMemoryBound(to: Value.self) }
+    func withNewObject<Object: AnyObject>(as _: Object.Type, _ body: (Object) -> Void) {
+        guard let address = raw.pointee.new_value else { return }
+        Unmanaged<Object>.fromOpaque(address)._withUnsafeGuaranteedRef(body)
     }
 
     /// Copies the old value of a key-path chain's leaf: typed `Value`, or —

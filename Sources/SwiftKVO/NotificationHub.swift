@@ -91,17 +91,26 @@ public final class NotificationHub: Sendable {
     ///   - block: Called synchronously on the posting thread.
     /// - Returns: The registration, for ``removeObserver(_:)-(Registration)``;
     ///   discarding it keeps the registration.
-    @discardableResult
+    @inlinable @discardableResult
     public func addObserver<Observer: AnyObject>(
         _ observer: Observer, name: Name, object: AnyObject? = nil,
         using block: @escaping @Sendable (Observer, HubNotification) -> Void
     ) -> Registration {
+        // Inlinable, so the delivery closure is specialized for `Observer`
+        // where it is called: unspecialized, each delivery copied the
+        // notification through the runtime's value witnesses.
         let sender = Sender(object)
-        let box = Self.makeBox(observer: observer, sender: sender, block)
+        return add(Self.makeBox(observer: observer, sender: sender, block), for: observer, name: name, sender: sender)
+    }
+
+    /// The part of ``addObserver(_:name:object:using:)`` that does not depend
+    /// on the observer's type: registers `box` and files it under `observer`.
+    @usableFromInline
+    func add(_ box: EngineObservation, for observer: AnyObject, name: Name, sender: Sender) -> Registration {
         let registration = register(box, name: name, sender: sender)
         let entry = Entry(
             registration: registration, name: name,
-            objectAddress: object.map { Engine.address(of: $0) } ?? 0, observer: observer)
+            objectAddress: sender.object.map { Engine.address(of: $0) } ?? 0, observer: observer)
         let address = Engine.address(of: observer)
         table.withLock { table in
             table.entries[address, default: []].append(entry)
@@ -159,10 +168,11 @@ public final class NotificationHub: Sendable {
     func announce(name: Name, object: AnyObject?, userInfo: [String: any Sendable]) {
         let address = object.map { Engine.address($0) }
         guard Engine.hasObservers(address, name.key) else { return }
-        let note = HubNotification(name: name, object: object, userInfo: userInfo)
-        Engine.announce(
-            prior: false, object: address, key: name.key, kind: .setting,
-            old: HubNotification?.none, new: note, indexes: [])
+        HubNotification.posting(name: name, object: object, userInfo: userInfo) { contents in
+            _ = Engine.announceRaw(
+                prior: false, object: address, key: name.key, kind: .setting, old: nil,
+                new: contents, indexes: [])
+        }
     }
 
     // MARK: Removing observers
@@ -210,10 +220,14 @@ public final class NotificationHub: Sendable {
 
     /// A registration's sender, and whether it is ``KeyValueObservable``
     /// (checked once: a dynamic conformance check is a runtime cache lookup).
-    private struct Sender {
+    @usableFromInline
+    struct Sender {
+        @usableFromInline
         let object: AnyObject?
+        @usableFromInline
         let observable: (any KeyValueObservable)?
 
+        @usableFromInline
         init(_ object: AnyObject?) {
             self.object = object
             observable = object as? any KeyValueObservable
@@ -232,7 +246,8 @@ public final class NotificationHub: Sendable {
         return Registration(token: token ?? 0)
     }
 
-    private static func makeBox<Observer: AnyObject>(
+    @inlinable
+    static func makeBox<Observer: AnyObject>(
         observer: Observer, sender: Sender, strongObserver: Bool = false,
         _ block: @escaping @Sendable (Observer, HubNotification) -> Void
     ) -> EngineObservation {
@@ -247,11 +262,10 @@ public final class NotificationHub: Sendable {
             sender.observable == nil ? sender.object.map(SenderPin.init(object:)) : nil
         if strongObserver {
             return EngineObservation { [observer, pinnedSender] change, _ in
-                guard let note = change.newValueAddress(as: HubNotification.self) else {
-                    withExtendedLifetime(pinnedSender) {}  // captured, never read
-                    return
+                withExtendedLifetime(pinnedSender) {}  // captured, never read
+                change.withNewObject(as: HubNotification.Contents.self) {
+                    block(observer, HubNotification(contents: $0))
                 }
-                block(observer, note.pointee)
             }
         }
         let weakObserver = WeakReference(observer)
@@ -261,27 +275,19 @@ public final class NotificationHub: Sendable {
                 Engine.unobserveDeferred(box.token)
                 return
             }
-            guard let note = change.newValueAddress(as: HubNotification.self) else { return }
-            block(observer, note.pointee)
+            change.withNewObject(as: HubNotification.Contents.self) {
+                block(observer, HubNotification(contents: $0))
+            }
         }
     }
 
     /// Pins a plain sender's memory (see `makeBox`).
-    private struct SenderPin {
+    @usableFromInline
+    struct SenderPin {
+        @usableFromInline
         unowned let object: AnyObject
-    }
-}
 
-/// A posted notification, as observers receive it.
-///
-/// Handed to blocks on the posting thread (and through
-/// ``NotificationHub/notifications(named:object:bufferingPolicy:)`` to other
-/// tasks): `object` is the sender as posted.
-public struct HubNotification: @unchecked Sendable {
-    /// The notification's name.
-    public let name: NotificationHub.Name
-    /// The sender, or `nil`.
-    public let object: AnyObject?
-    /// The payload.
-    public let userInfo: [String: any Sendable]
+        @inlinable
+        init(object: AnyObject) { self.object = object }
+    }
 }

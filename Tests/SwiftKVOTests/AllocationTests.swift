@@ -50,6 +50,27 @@ struct AllocationTests {
         tokens.forEach { $0.invalidate() }
     }
 
+    @Test func hubPostToBlockObserversAllocatesNothingOnceWarm() {
+        let hub = NotificationHub.default
+        let name = NotificationHub.Name("test.allocation.post")
+        let observer = Observer()
+        let sender = Account()
+        let counter = Counter()
+        hub.addObserver(observer, name: name, object: sender) { _, note in
+            if note.object != nil { counter.increment() }
+        }
+        hub.addObserver(observer, name: name) { _, _ in counter.increment() }
+        // Warm up: the first post on this thread starts the contents later posts reuse.
+        for _ in 0..<100 { hub.post(name: name, object: sender) }
+        let before = counter.count
+        skvo_alloc_begin()
+        for _ in 0..<1_000 { hub.post(name: name, object: sender) }
+        let allocations = skvo_alloc_end()
+        #expect(counter.count - before == 2_000)
+        #expect(allocations == 0)
+        hub.removeObserver(observer)
+    }
+
     @Test func unobservedSetAllocatesNothing() {
         let account = Account()
         account.balance = 1

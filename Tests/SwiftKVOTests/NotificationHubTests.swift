@@ -136,4 +136,43 @@ extension NotificationHub.Name {
         #expect(counter.count == 1)
         hub.removeObserver(observer)
     }
+
+    @Test func aNotificationKeptByABlockKeepsItsContentsThroughLaterPosts() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let observer = Observer()
+        let first = Account()
+        let second = Account()
+        let kept = Log<HubNotification>()
+        let seen = Log<Int>()
+        hub.addObserver(observer, name: name) { _, note in
+            let count = note.userInfo["count"] as? Int ?? -1
+            seen.append(count)
+            if count == 1 { kept.append(note) }
+        }
+        hub.post(name: name, object: first, userInfo: ["count": 1])
+        hub.post(name: name, object: second, userInfo: ["count": 2])
+        hub.post(name: name, object: nil, userInfo: ["count": 3])
+        #expect(seen.values == [1, 2, 3])
+        let note = kept.values.first
+        #expect(note?.object === first)
+        #expect(note?.userInfo["count"] as? Int == 1)
+        #expect(note?.name == name)
+        hub.removeObserver(observer)
+    }
+
+    @Test func aPostKeepsNeitherItsSenderNorItsPayloadAlive() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let observer = Observer()
+        let deaths = Counter()
+        hub.addObserver(observer, name: name) { _, _ in }
+        for _ in 0..<3 {  // the first post starts this thread's contents, later ones reuse them
+            hub.post(
+                name: name, object: Observer { deaths.increment() },
+                userInfo: ["payload": LifetimeProbe(deaths)])
+        }
+        #expect(deaths.count == 6)
+        hub.removeObserver(observer)
+    }
 }
