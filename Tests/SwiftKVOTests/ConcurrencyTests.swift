@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import SwiftKVO
 
@@ -87,36 +88,54 @@ import Glibc
         #expect(registered.count == threads * rounds)
     }
 
+    /// Observers and their controllers die on the registering threads while
+    /// another thread keeps notifying: no block ever runs for an observer whose
+    /// deinit has begun, and every block (with what it captures) is released
+    /// exactly once.
     @Test func controllersAndObserversDyingOnOtherThreadsAreNeverCalledDead() {
         let threads = 4
         let rounds = 300 * Self.scale
         let account = Account()
+        let name = NotificationHub.Name("concurrency.dying")
         let stop = Counter()
+        let calls = Counter()
         let deadCalls = Counter()
+        let released = Counter()
         let notifier = Thread {
             while stop.count == 0 {
                 account.willChangeValue(for: \.name)
                 account.didChangeValue(for: \.name)
-                NotificationHub.default.post(name: "concurrency.dying", object: account)
+                NotificationHub.default.post(name: name, object: account)
             }
         }
         notifier.start()
-        runConcurrently(threads) { index in
+        runConcurrently(threads) { _ in
             for round in 0..<rounds {
-                let observer = Observer()
+                let observer = MortalObserver()
                 let kvo = KVOController(observer: observer)
+                let controllerProbe = LifetimeProbe(released)
                 kvo.observe(account, \.name) { observer, _, _ in
-                    if observer.log.count < 0 { deadCalls.increment() }  // touches the observer
+                    withExtendedLifetime(controllerProbe) {}
+                    calls.increment()
+                    if observer.isDeinitializing { deadCalls.increment() }
                 }
-                NotificationHub.default.addObserver(observer, name: "concurrency.dying", object: account) {
-                    observer, _ in _ = observer.log.count
+                let hubProbe = LifetimeProbe(released)
+                NotificationHub.default.addObserver(observer, name: name, object: account) { observer, _ in
+                    withExtendedLifetime(hubProbe) {}
+                    calls.increment()
+                    if observer.isDeinitializing { deadCalls.increment() }
                 }
                 if round % 2 == 0 { kvo.unobserveAll() }
-            }
+            }  // the observer and its controller die here
         }
         stop.increment()
         while !notifier.isFinished { sched_yield() }
+        // One more post meets the hub registrations of observers that died after the last one.
+        NotificationHub.default.post(name: name, object: account)
+        flushReleases()
+        #expect(calls.count > 0)
         #expect(deadCalls.count == 0)
+        #expect(released.count == 2 * threads * rounds)
     }
 
     @Test func hubPostsFromManyThreadsReachEachObserverExactlyOnce() {
@@ -134,4 +153,12 @@ import Glibc
         #expect(counter.count == threads * posts * observers.count)
         observers.forEach { NotificationHub.default.removeObserver($0) }
     }
+}
+
+/// An observer that records when its deinit begins: a block called with it
+/// afterwards would see the flag set (or, under AddressSanitizer, touch freed memory).
+private final class MortalObserver: Sendable {
+    private let deinitialized = Atomic<Bool>(false)
+    var isDeinitializing: Bool { deinitialized.load(ordering: .relaxed) }
+    deinit { deinitialized.store(true, ordering: .relaxed) }
 }
