@@ -26,18 +26,46 @@ import Testing
     }
 
     @Test func cancellingTheConsumerRemovesTheObservation() async {
-        let account = Account()
-        let released = Counter()
+        let gauge = CancellationGauge()
         let task = Task {
-            var count = 0
-            for await _ in account.values(for: \.balance) { count += 1 }
-            return count
+            for await _ in gauge.values(for: \.level) {}
         }
-        try? await Task.sleep(nanoseconds: 10_000_000)
+        #expect(await eventually { gauge.isObserved })
         task.cancel()
-        _ = await task.value
-        account.balance = 1  // nothing observes it anymore; must not crash
-        _ = released
+        await task.value
+        #expect(!gauge.isObserved)
+        gauge.level = 1  // nothing observes it anymore
+    }
+
+    @Test func discardingTheSequenceRemovesTheObservation() {
+        let gauge = DiscardGauge()
+        do {
+            let stream = gauge.values(for: \.level)
+            #expect(gauge.isObserved)
+            _ = stream
+        }
+        #expect(!gauge.isObserved)
+    }
+
+    @Test func cancellingANotificationConsumerRemovesTheRegistration() async {
+        let name = NotificationHub.Name("test.cancellingANotificationConsumerRemovesTheRegistration")
+        let task = Task {
+            for await _ in NotificationHub.default.notifications(named: name) {}
+        }
+        #expect(await eventually { Engine.hasObservers(name.probe) })
+        task.cancel()
+        await task.value
+        #expect(!Engine.hasObservers(name.probe))
+    }
+
+    @Test func discardingANotificationSequenceRemovesTheRegistration() {
+        let name = NotificationHub.Name("test.discardingANotificationSequenceRemovesTheRegistration")
+        do {
+            let stream = NotificationHub.default.notifications(named: name)
+            #expect(Engine.hasObservers(name.probe))
+            _ = stream
+        }
+        #expect(!Engine.hasObservers(name.probe))
     }
 
     @Test func notificationsArriveAsAnAsyncSequence() async {
@@ -75,4 +103,34 @@ import Testing
         }
         #expect(received == ["x"])
     }
+}
+
+/// Waits (yielding, for at most about a second) until `condition` holds.
+private func eventually(_ condition: () -> Bool) async -> Bool {
+    for _ in 0..<1_000 {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 1_000_000)
+    }
+    return condition()
+}
+
+/// Observable classes of their own, so that whether their key is observed
+/// anywhere in the process says whether this suite's observation exists.
+private final class CancellationGauge: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var level = 0
+    var isObserved: Bool { isObservedAnywhere(\CancellationGauge.level, on: self) }
+}
+
+private final class DiscardGauge: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var level = 0
+    var isObserved: Bool { isObservedAnywhere(\DiscardGauge.level, on: self) }
+}
+
+/// Whether the property `keyPath` names is observed on any object.
+private func isObservedAnywhere<Root: KeyValueObservable, Value>(
+    _ keyPath: KeyPath<Root, Value>, on object: Root
+) -> Bool {
+    Engine.hasObservers(Engine.probe(of: KeyPathRegistry.resolve(keyPath, on: object).key))
 }
