@@ -80,11 +80,10 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         } catch {
             return ObservationToken(failed: error)
         }
-        let tail = chain.registerTail(links)
-        chain.state.withLock {
-            $0.headToken = headToken
-            $0.tailTokens = tail
-        }
+        chain.state.withLock { $0.headToken = headToken }
+        // Read the links below the root again: the head now reports every
+        // replacement, and one made since the first reading is seen here.
+        chain.replaceTail(root)
         if options.contains(.initial) {
             let new: Value? = options.contains(.new) ? root[keyPath: keyPath] : nil
             chain.handler(
@@ -156,7 +155,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
             }
             return state.pendingOld.remove(at: index).old
         }
-        rebuildTail(root)
+        replaceTail(root)
         let new: Value? = options.contains(.new) ? root[keyPath: keyPath] : nil
         handler(
             root,
@@ -181,11 +180,18 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
     }
 
     /// Moves the observations below the root to the current intermediates.
-    private func rebuildTail(_ root: Root) {
-        let links = KeyPathRegistry.links(of: keyPath, on: root)
-        let fresh = !links.isEmpty && links[0].object === root ? registerTail(links) : []
+    ///
+    /// Reading the links, registering them and installing their tokens
+    /// happen under the chain's lock, so the tail installed last is the one
+    /// read last: a replacement racing with the registration or with another
+    /// replacement can neither leave the tail on a stale intermediate nor
+    /// install tokens the chain would never remove. (Lock order: chain, then
+    /// engine; no engine path takes a chain's lock.)
+    private func replaceTail(_ root: Root) {
         let stale: [EngineToken] = state.withLock { state in
-            guard state.active else { return fresh }
+            guard state.active else { return [] }
+            let links = KeyPathRegistry.links(of: keyPath, on: root)
+            let fresh = !links.isEmpty && links[0].object === root ? registerTail(links) : []
             defer { state.tailTokens = fresh }
             return state.tailTokens
         }
