@@ -79,7 +79,8 @@ extension KeyPath: DependentKeyMaking {
 @usableFromInline
 final class DependentChanges {
     let object: AnyObject
-    var entries: [(key: DependentKey, observed: Bool, old: Any?)] = []
+    /// Used by the announcing thread only: no dynamic exclusivity check.
+    @exclusivity(unchecked) var entries: [(key: DependentKey, observed: Bool, old: Any?)] = []
 
     init(object: AnyObject) { self.object = object }
 }

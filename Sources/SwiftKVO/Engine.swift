@@ -32,7 +32,7 @@ import Darwin
 
 /// See `Engine.fastHub`. Statically initialized (no lazy-init check).
 @usableFromInline
-nonisolated(unsafe) var _engineHubCache: OpaquePointer? = nil
+@exclusivity(unchecked) nonisolated(unsafe) var _engineHubCache: OpaquePointer? = nil
 
 /// An interned key of the engine (`ckvo_key_t`); 0 is never valid.
 @usableFromInline

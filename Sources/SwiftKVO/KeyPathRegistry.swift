@@ -317,7 +317,8 @@ enum KeyPathRegistry {
     /// site, so a registration repeated at one site finds its entry without
     /// hashing the key path (which walks all its components).
     final class ResolvedCache {
-        private var entries: [AnyKeyPath: ResolvedKeyPath] = [:]
+        /// Used by its thread only: no dynamic exclusivity check.
+        @exclusivity(unchecked) private var entries: [AnyKeyPath: ResolvedKeyPath] = [:]
         /// The latest key path instances, direct-mapped by address. Each entry
         /// keeps its key path alive, so no other key path can appear at an
         /// address while it is cached.

@@ -337,7 +337,8 @@ enum ManualChanges {
     }
 
     final class Stack {
-        var entries: [Entry] = []
+        /// Used by its thread only: no dynamic exclusivity check.
+        @exclusivity(unchecked) var entries: [Entry] = []
 
         func pop(address: UInt, key: EngineKey) -> Entry? {
             guard let index = entries.lastIndex(where: { $0.address == address && $0.key == key })
