@@ -18,6 +18,10 @@
  *   (if no writer did already) and retires it. An observation is retired
  *   exactly once: by the writer that unlinks a LIVE observation, or by the
  *   drain for a DEFERRED one.
+ * - Of racing removals of one token, exactly one reports success: the one
+ *   that moved the state away from LIVE (the writer's exchange to REMOVED or
+ *   the reader's compare-and-swap to DEFERRED), not a writer that merely saw
+ *   LIVE before a reader deferred it.
  * - Registration keys (key->observations) are raised before an observation
  *   is published and lowered after it is unlinked, so ckvo_has_observers is
  *   never false while it can be called.
@@ -243,11 +247,18 @@ observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	return previous;
 }
 
-static void
+/*
+ * Removes `obs` and returns whether this call ended it. False when a reader
+ * deferred it first: that deferral is the removal that succeeded, and the
+ * drain retires it.
+ */
+static bool
 observation_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
-	if (observation_unlink(hub, obs) == CKVO_STATE_LIVE)
-		ckvo__retire_observation(hub, obs);
+	if (observation_unlink(hub, obs) != CKVO_STATE_LIVE)
+		return false;
+	ckvo__retire_observation(hub, obs);
+	return true;
 }
 
 void
@@ -507,8 +518,9 @@ ckvo_unobserve(ckvo_hub_t *hub, ckvo_token_t token)
 	ckvo__hub_lock(hub);
 	obs = ckvo__token_find(hub, token);
 	if (obs != NULL && ck_pr_load_uint(&obs->state) == CKVO_STATE_LIVE) {
-		observation_remove(hub, obs);
-		status = CKVO_OK;
+		/* A reader may defer it after the check: then only that one succeeded. */
+		if (observation_remove(hub, obs))
+			status = CKVO_OK;
 	}
 	ckvo__hub_unlock(hub);
 	return status;
