@@ -13,15 +13,22 @@
 //
 // To resolve a user key path we probe: switch on this thread's recorder, read
 // `object[keyPath: userKeyPath]` once, and let every wrapper getter on the way
-// record its property.
-//   - one record on the object itself, of the key path's value type: a property;
-//   - two or more records starting at the object: a key-path chain
-//     (`\.account.name` reads `_account` on the document, then `_name` on the account);
-//   - a key path declared in `dependentKeyPaths`: a dependent key.
+// record its property and the key path the compiler wrote for it.
+//   - a key path declared in `dependentKeyPaths` (also through a subclass's
+//     root): a dependent key;
+//   - one record on the object itself whose key path is the user's: a property;
+//   - two or more records starting at the object whose key paths, appended,
+//     are the user's: a key-path chain (`\.account.name` reads `_account` on
+//     the document, then `_name` on the account);
+//   - an optional chain (`\.account?.name`), whose records must at least
+//     follow one another from object to object;
+//   - anything else, e.g. a computed property that reads wrapped properties:
+//     unsupported (reads alone cannot tell it from what it reads).
 // Results are cached per key path, under a lock, on the registration path
 // only. Cached key paths and `PropertyKey`s are kept for the life of the
 // process, which is what makes `ObservedChange.keyPath` safe to hand out at +0.
 
+@_spi(ObservableRerootKeyPath) import Swift
 import Synchronization
 
 /// Where a wrapped property is declared (filled by the wrapper's initializer
@@ -92,7 +99,7 @@ final class PropertyKey: @unchecked Sendable {
 struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
     @usableFromInline
     enum Kind: Sendable {
-        /// An `@Observed`/`@ObservedArray` property, or a computed alias of exactly one.
+        /// An `@Observed`/`@ObservedArray` property.
         case property
         /// A key declared in `dependentKeyPaths`.
         case dependent
@@ -129,6 +136,9 @@ struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
 struct ProbeRecord {
     let object: AnyObject
     let property: PropertyKey
+    /// The property's own key path, rooted at its declaring class
+    /// (`\BaseAccount.name`): the compiler hands it to the wrapper's accessor.
+    let keyPath: AnyKeyPath
 }
 
 /// The per-thread recorder behind key-path probing.
@@ -160,11 +170,14 @@ enum Probe {
         return recorder.wantsStorage ? 2 : 1
     }
 
-    /// Called by a wrapper's getter when `currentMode != 0`.
+    /// Called by a wrapper's getter when `currentMode != 0`. `keyPath`
+    /// returns the wrapped property's key path: a closure, so that the
+    /// getter's fast path never instantiates the key path (the optimizer
+    /// propagates the literal into the closure, which only this probe calls).
     @usableFromInline
     static func record<Object: AnyObject>(
         _ object: Object, site: PropertySite, state: UInt64, valueType: Any.Type,
-        offset: Int, arrayAccess: ((Int) -> AnyObject)? = nil
+        offset: Int, keyPath: () -> AnyKeyPath, arrayAccess: ((Int) -> AnyObject)? = nil
     ) {
         guard let recorder = recorder.currentValue, recorder.depth > 0 else { return }
         let property = KeyPathRegistry.property(
@@ -172,7 +185,7 @@ enum Probe {
         if offset >= 0, let arrayAccess {
             KeyPathRegistry.attachArrayAccess(to: property) { arrayAccess(offset) }
         }
-        recorder.records.append(ProbeRecord(object: object, property: property))
+        recorder.records.append(ProbeRecord(object: object, property: property, keyPath: keyPath()))
     }
 
     /// Runs `body` with this thread recording property reads; returns the records.
@@ -281,18 +294,14 @@ enum KeyPathRegistry {
                 kind: .dependent, keyPath: keyPath, key: dependent.key, property: nil)
         } else {
             let records = Probe.run { _ = object[keyPath: keyPath] }
-            if records.count == 1, records[0].object === object,
-                records[0].property.valueType == Value.self
-            {
+            if records.count == 1, records[0].object === object, denotes(records, keyPath) {
                 resolved = ResolvedKeyPath(
                     kind: .property, keyPath: keyPath, key: records[0].property.key,
                     property: records[0].property)
-            } else if records.count >= 2, records[0].object === object,
-                records.last!.property.valueType == Value.self
-            {
+            } else if records.count >= 2, records[0].object === object, denotes(records, keyPath) {
                 resolved = ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil)
             } else if let optional = Value.self as? any OptionalValue.Type, !records.isEmpty,
-                records[0].object === object,
+                records[0].object === object, isLinked(records),
                 records.last!.property.valueType == optional.wrappedType
                     || isOptionalObject(records.last!.property.valueType)
             {
@@ -356,6 +365,65 @@ enum KeyPathRegistry {
     }
 
     private static let resolvedCache = ThreadLocal<ResolvedCache>()
+
+    /// Whether `keyPath` is exactly the recorded properties read one after
+    /// the other: the key path the compiler wrote for each wrapped property,
+    /// rerooted at the type the previous link leads to (at `keyPath`'s root
+    /// for the first), appended, and compared with `==`, which compares the
+    /// components (each property's accessor identity), not the values read.
+    ///
+    /// The probe alone cannot tell a property from a computed property that
+    /// reads it (`firstName` from `firstName.uppercased()`), nor a chain from
+    /// a computation that reads several properties (`firstName + lastName`):
+    /// each reads the same wrappers. This comparison can: it holds only when
+    /// evaluating `keyPath` *is* evaluating those properties. Rerooting
+    /// (the standard library's `_rerootKeyPath`, made for the Observation
+    /// module's subclass key paths) lets `\SavingsAccount.name` match the
+    /// `\BaseAccount.name` its wrapper reports.
+    ///
+    /// The links are appended from the leaf up (`a.appending(b.appending(c))`):
+    /// `a.appending(b).appending(c)` does not compare equal to the literal
+    /// `\A.b.c` (`==` also compares the reference-prefix marks, which that
+    /// order sets differently).
+    private static func denotes(_ records: [ProbeRecord], _ keyPath: AnyKeyPath) -> Bool {
+        var links: [AnyKeyPath] = []
+        var root = type(of: keyPath).rootType
+        for record in records {
+            guard let link = rerooted(record.keyPath, at: root) else { return false }
+            links.append(link)
+            root = type(of: link).valueType
+        }
+        var path = links.removeLast()
+        for link in links.reversed() {
+            guard let appended = link.appending(path: path) else { return false }
+            path = appended
+        }
+        return path == keyPath
+    }
+
+    /// `keyPath` with its root class replaced by `root`, the same class or a
+    /// subclass (the same components, so the same accessors); `nil` if
+    /// `root` is anything else.
+    static func rerooted(_ keyPath: AnyKeyPath, at root: Any.Type) -> AnyKeyPath? {
+        let declaredRoot = type(of: keyPath).rootType
+        if declaredRoot == root { return keyPath }
+        guard declaredRoot is AnyClass else { return nil }
+        func reroot<Ancestor, Root>(_: Ancestor.Type, _: Root.Type) -> AnyKeyPath? {
+            Root.self is Ancestor.Type ? _rerootKeyPath(keyPath, to: Root.self) : nil
+        }
+        return reroot(declaredRoot, root)
+    }
+
+    /// Whether each recorded property after the first was read on the object
+    /// the previous one holds: what an optional chain (`\.account?.name`),
+    /// whose optional link cannot be rebuilt for ``denotes(_:_:)``, must at
+    /// least satisfy. A computation that reads two properties of one object
+    /// does not.
+    private static func isLinked(_ records: [ProbeRecord]) -> Bool {
+        zip(records, records.dropFirst()).allSatisfy { link, next in
+            ((link.object as Any)[keyPath: link.keyPath] as? AnyObject) === next.object
+        }
+    }
 
     /// Whether `type` is `Optional<some class>` (a link that may cut a chain short).
     private static func isOptionalObject(_ type: Any.Type) -> Bool {

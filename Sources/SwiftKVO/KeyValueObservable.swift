@@ -117,7 +117,9 @@ extension KeyValueObservable {
     ///     objects (`\.account.name`: replacing `account` notifies with a
     ///     ``ChangeKind/setting`` whose values are read through the whole path,
     ///     and moves the observation to the new account; optional links such
-    ///     as `\.account?.name` are followed while they are non-nil).
+    ///     as `\.account?.name` are followed while they are non-nil). A
+    ///     computed property that reads observed properties is none of these
+    ///     unless declared in ``dependentKeyPaths``, and is refused.
     ///   - options: What the changes carry and whether an initial and prior
     ///     notifications are delivered (``ObservingOptions``).
     ///   - changeHandler: Called synchronously on the thread that made the

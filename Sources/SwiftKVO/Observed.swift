@@ -88,7 +88,9 @@ public struct Observed<Value> {
         // Always inlined, so the key path literals the compiler passes fold
         // into direct stored-property accesses (no key path runtime, no
         // allocation). Nothing here may pass a key path on as a value: that
-        // would make every access instantiate it.
+        // would make every access instantiate it. (The probe gets the wrapped
+        // key path through a closure that captures nothing but the literal,
+        // so it is instantiated only when the probe calls it.)
         @inline(__always) get {
             if Probe.isActive {
                 let mode = Probe.currentMode
@@ -96,7 +98,7 @@ public struct Observed<Value> {
                     Probe.record(
                         object, site: object[keyPath: storageKeyPath].site,
                         state: object[keyPath: storageKeyPath].state, valueType: Value.self,
-                        offset: -1)
+                        offset: -1, keyPath: { wrappedKeyPath })
                 }
             }
             return object[keyPath: storageKeyPath].storage

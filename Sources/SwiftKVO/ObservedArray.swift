@@ -84,6 +84,7 @@ public struct ObservedArray<Element> {
                         object, site: object[keyPath: storageKeyPath].site,
                         state: object[keyPath: storageKeyPath].state, valueType: [Element].self,
                         offset: mode == 2 ? Engine.offset(of: storageKeyPath, in: object) : -1,
+                        keyPath: { wrappedKeyPath },
                         arrayAccess: { ArrayStorageAccess<Object, Element>(offset: $0) })
                 }
             }

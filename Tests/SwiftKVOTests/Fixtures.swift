@@ -15,6 +15,8 @@ final class Account: KeyValueObservable, @unchecked Sendable {
     @ObservedArray var transactions: [Transaction] = []
     @Observed(notifiesAutomatically: false) var manualCount = 0
     var plain = 0
+    /// Computed from `name`: not observable, nor at the end of a chain.
+    var upperName: String { name.uppercased() }
     let onDeinit: (@Sendable () -> Void)?
 
     init(name: String = "", onDeinit: (@Sendable () -> Void)? = nil) {
@@ -47,6 +49,10 @@ final class Person: KeyValueObservable, @unchecked Sendable {
     @Observed var firstName = ""
     @Observed var lastName = ""
     var fullName: String { "\(firstName) \(lastName)" }
+    /// Computed from one observed property, not declared: not observable.
+    var upperFirst: String { firstName.uppercased() }
+    /// Computed from two observed properties, not declared: not observable.
+    var greeting: String { "Hello \(firstName) \(lastName)" }
 
     static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
         [\Person.fullName: [\Person.firstName, \Person.lastName]]

@@ -552,6 +552,47 @@ import Testing
         token.invalidate()
     }
 
+    @Test func computedPropertyReadingOneObservedPropertyIsRefused() {
+        let person = Person()
+        let log = Log<String>()
+        let token = person.observe(\.upperFirst, options: [.old, .new]) { _, c in
+            log.append("\(c.oldValue ?? "-")→\(c.newValue ?? "-")")
+        }
+        #expect(!token.isValid)
+        #expect(token.error == .unsupportedKeyPath)
+        let controller = KVOController(observer: Observer())
+        #expect(controller.observe(person, \.upperFirst) { _, _, _ in } == .unsupportedKeyPath)
+        person.firstName = "x"
+        #expect(log.values.isEmpty)
+        token.invalidate()
+    }
+
+    @Test func undeclaredComputedPropertyReadingTwoObservedPropertiesIsRefused() {
+        let person = Person()
+        let log = Log<String>()
+        let token = person.observe(\.greeting, options: [.old, .new]) { _, c in
+            log.append("\(c.oldValue ?? "-")→\(c.newValue ?? "-")")
+        }
+        #expect(token.error == .unsupportedKeyPath)
+        let controller = KVOController(observer: Observer())
+        #expect(controller.observe(person, \.greeting) { _, _, _ in } == .unsupportedKeyPath)
+        person.lastName = "C"
+        #expect(log.values.isEmpty)
+        token.invalidate()
+    }
+
+    @Test func computedPropertyAtTheEndOfAChainIsRefused() {
+        let document = Document(account: Account(name: "a"))
+        let log = Log<String>()
+        let token = document.observe(\.account.upperName, options: [.old, .new]) { _, c in
+            log.append("\(c.oldValue ?? "-")→\(c.newValue ?? "-")")
+        }
+        #expect(token.error == .unsupportedKeyPath)
+        document.account.name = "b"
+        #expect(log.values.isEmpty)
+        token.invalidate()
+    }
+
     @Test func valuesOfAnUnsupportedKeyPathIsAnEmptySequence() async {
         let account = Account()
         var count = 0
