@@ -100,14 +100,31 @@ enum Dependencies {
 
     private static let state = LockedState(State())
 
-    /// The dependent key for `keyPath` if `object`'s class declares it.
+    /// The dependent key for `keyPath` if `object`'s class declares it, also
+    /// through a subclass: `\Sub.fullName` is the key declared as
+    /// `\Base.fullName` (the same components under another root, see
+    /// `KeyPathRegistry.rerooted`), so both reach one key and one set of
+    /// observers.
     static func dependentKey<Root: KeyValueObservable>(
         for keyPath: AnyKeyPath, on object: Root
     ) -> DependentKey? {
         if let existing = state.withLock({ $0.keys[keyPath] }) { return existing }
-        guard type(of: object).dependentKeyPaths[keyPath] != nil,
-            let maker = keyPath as? any DependentKeyMaking
-        else { return nil }
+        let declared = type(of: object).dependentKeyPaths.keys
+        if !declared.contains(keyPath) {
+            let root = type(of: keyPath).rootType
+            guard
+                let declaration = declared.first(where: {
+                    KeyPathRegistry.rerooted($0, at: root) == keyPath
+                }),
+                let dependent = dependentKey(for: declaration, on: object)
+            else { return nil }
+            return state.withLock { state in
+                if let existing = state.keys[keyPath] { return existing }
+                state.keys[keyPath] = dependent
+                return dependent
+            }
+        }
+        guard let maker = keyPath as? any DependentKeyMaking else { return nil }
         return state.withLock { state in
             if let existing = state.keys[keyPath] { return existing }
             state.counter += 1

@@ -59,6 +59,22 @@ final class Person: KeyValueObservable, @unchecked Sendable {
     }
 }
 
+/// A base class declaring a dependent key, for subclass key paths.
+class Contact: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var firstName = ""
+    @Observed var lastName = ""
+    var fullName: String { "\(firstName) \(lastName)" }
+
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [\Contact.fullName: [\Contact.firstName, \Contact.lastName]]
+    }
+}
+
+final class Employee: Contact, @unchecked Sendable {
+    @Observed var title = ""
+}
+
 final class Document: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
     @Observed var account: Account

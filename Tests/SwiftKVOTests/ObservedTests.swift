@@ -593,6 +593,28 @@ import Testing
         token.invalidate()
     }
 
+    @Test func dependentKeyThroughASubclassKeyPathDeliversWhatTheBaseKeyPathDoes() {
+        let employee = Employee()
+        employee.firstName = "A"
+        employee.lastName = "B"
+        let viaBase = Log<String>()
+        let viaSubclass = Log<String>()
+        let base: Contact = employee
+        let t1 = base.observe(\.fullName, options: [.prior, .old, .new]) { _, c in
+            viaBase.append("\(c.isPrior ? "prior " : "")\(c.oldValue ?? "-")→\(c.newValue ?? "-")")
+        }
+        let t2 = employee.observe(\.fullName, options: [.prior, .old, .new]) { _, c in
+            viaSubclass.append("\(c.isPrior ? "prior " : "")\(c.oldValue ?? "-")→\(c.newValue ?? "-")")
+        }
+        #expect(t2.isValid)
+        employee.lastName = "C"
+        employee.title = "not a source"
+        #expect(viaBase.values == ["prior A B→-", "A B→A C"])
+        #expect(viaSubclass.values == viaBase.values)
+        t1.invalidate()
+        t2.invalidate()
+    }
+
     @Test func valuesOfAnUnsupportedKeyPathIsAnEmptySequence() async {
         let account = Account()
         var count = 0
