@@ -442,6 +442,27 @@ import Testing
         t2.invalidate()
     }
 
+    @Test func baseClassKeyPathObservesASubclassInstanceLikeTheSubclassKeyPath() {
+        let savings = SavingsAccount()
+        let base: BaseAccount = savings
+        let viaBase = Log<String>()
+        let viaSubclass = Log<String>()
+        let t1 = base.observe(\.name, options: [.old, .new]) { _, c in
+            viaBase.append("\(c.oldValue!)→\(c.newValue!)")
+        }
+        let t2 = savings.observe(\.name, options: [.old, .new]) { _, c in
+            viaSubclass.append("\(c.oldValue!)→\(c.newValue!)")
+        }
+        #expect(t1.isValid && t2.isValid)
+        savings.name = "a"
+        base.name = "b"
+        savings.rate = 1
+        #expect(viaBase.values == ["→a", "a→b"])
+        #expect(viaSubclass.values == viaBase.values)
+        t1.invalidate()
+        t2.invalidate()
+    }
+
     @Test func changeReportsTheObservedKeyPath() {
         let account = Account()
         let log = Log<AnyKeyPath>()
