@@ -25,8 +25,10 @@
 ///   `retainsObserved: false` for that. With `retainsObserved: false` observed
 ///   objects are held weakly, and an observed object's death removes its
 ///   observations.
-/// - Observing the same key path of the same object twice is a no-op that
-///   returns ``KVOError/alreadyObserving``; observing `nil` is a no-op.
+/// - Observing the same property of the same object twice is a no-op that
+///   returns ``KVOError/alreadyObserving``, also through different key paths
+///   naming it (`\SavingsAccount.name` and `\BaseAccount.name` for a
+///   property declared in `BaseAccount`); observing `nil` is a no-op.
 ///
 /// ## Callbacks and isolation
 /// Blocks and nonisolated actions run synchronously on the thread that made
@@ -61,6 +63,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     typealias Entry = KVOControllerEntry
     typealias ObjectRecord = KVOControllerRecord
     typealias Removal = KVOControllerRemoval
+    typealias ControllerKey = KVOControllerKey
 
     private let records = LockedState<[UInt: ObjectRecord]>([:])
 
@@ -206,7 +209,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         _ object: Object?, _ keyPath: KeyPath<Object, Value>
     ) {
         guard let object else { return }
-        let resolved = KeyPathRegistry.resolve(keyPath, on: object)
+        let key = ControllerKey(KeyPathRegistry.resolve(keyPath, on: object))
         let address = Engine.address(of: object)
         // Keeps a record taken out of the table alive until after the lock:
         // releasing it may release the observed object, whose deinit may
@@ -214,7 +217,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         var released: ObjectRecord?
         let removal: Removal? = records.withLock { records in
             guard let record = records[address], record.object === object,
-                let entry = record.entries.removeValue(forKey: ObjectIdentifier(resolved.keyPath))
+                let entry = record.entries.removeValue(forKey: key)
             else { return nil }
             if record.entries.isEmpty {
                 records[address] = nil
@@ -275,7 +278,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         box: EngineObservation
     ) -> KVOError? {
         let address = Engine.address(of: object)
-        let keyID = ObjectIdentifier(resolved.keyPath)
+        let keyID = ControllerKey(resolved)
         let entry = Entry(box: box, thread: currentThreadID())
         var released: [ObjectRecord] = []
         let duplicate: Bool = records.withLock { records in
@@ -332,7 +335,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
     ) -> KVOError? {
         let address = Engine.address(of: object)
-        let keyID = ObjectIdentifier(resolved.keyPath)
+        let keyID = ControllerKey(resolved)
         let entry = Entry(box: nil, thread: currentThreadID())
         let duplicate: Bool = records.withLock { records in
             let current: ObjectRecord
@@ -398,13 +401,36 @@ final class KVOControllerEntry {
     }
 }
 
+/// What a ``KVOController`` files an entry under: the observed property, not
+/// the key path's spelling. `\Derived.name` and `\Base.name` name the same
+/// property (the same engine key), so they share one entry: observing
+/// through both is a duplicate, and unobserving through either removes it.
+struct KVOControllerKey: Hashable {
+    /// The engine key of a property or dependent key; 0 for a chain.
+    let key: EngineKey
+    /// A key-path chain has no single engine key: the interned key path
+    /// (immortal, so its identity is never reused) stands for it.
+    let chain: ObjectIdentifier?
+
+    init(_ resolved: ResolvedKeyPath) {
+        switch resolved.kind {
+        case .property, .dependent:
+            key = resolved.key
+            chain = nil
+        case .chain, .unsupported:
+            key = 0
+            chain = ObjectIdentifier(resolved.keyPath)
+        }
+    }
+}
+
 /// What a ``KVOController`` observes on one object: the object (strongly or
-/// weakly held) and an entry per key path.
+/// weakly held) and an entry per observed property.
 final class KVOControllerRecord {
     var strongObject: AnyObject?
     weak var weakObject: AnyObject?
     /// Accessed only under the controller's lock (see ``KVOControllerEntry``).
-    @exclusivity(unchecked) var entries: [ObjectIdentifier: KVOControllerEntry] = [:]
+    @exclusivity(unchecked) var entries: [KVOControllerKey: KVOControllerEntry] = [:]
 
     init(object: AnyObject, retains: Bool) {
         if retains { strongObject = object } else { weakObject = object }

@@ -184,6 +184,41 @@ import Testing
         #expect(counter.count == 1)
     }
 
+    @Test func observingAPropertyThroughItsBaseAndSubclassKeyPathsIsOneObservation() {
+        let observer = Observer()
+        let account = SavingsAccount()
+        let kvo = KVOController(observer: observer)
+        let counter = Counter()
+        #expect(kvo.observe(account, \SavingsAccount.name) { _, _, _ in counter.increment() } == nil)
+        #expect(
+            kvo.observe(account as BaseAccount, \BaseAccount.name) { _, _, _ in counter.increment() }
+                == .alreadyObserving)
+        account.name = "x"
+        #expect(counter.count == 1)
+    }
+
+    @Test func unobservingThroughTheBaseKeyPathRemovesTheSubclassKeyPathObservation() {
+        let observer = Observer()
+        let account = SavingsAccount()
+        let kvo = KVOController(observer: observer)
+        let counter = Counter()
+        kvo.observe(account, \SavingsAccount.name) { _, _, _ in counter.increment() }
+        kvo.unobserve(account as BaseAccount, \BaseAccount.name)
+        account.name = "x"
+        #expect(counter.count == 0)
+    }
+
+    @Test func unobservingThroughTheSubclassKeyPathRemovesTheBaseKeyPathObservation() {
+        let observer = Observer()
+        let account = SavingsAccount()
+        let kvo = KVOController(observer: observer)
+        let counter = Counter()
+        kvo.observe(account as BaseAccount, \BaseAccount.name) { _, _, _ in counter.increment() }
+        kvo.unobserve(account, \SavingsAccount.name)
+        account.name = "x"
+        #expect(counter.count == 0)
+    }
+
     @Test func retainsObservedByDefault() {
         let observer = Observer()
         let died = Counter()
