@@ -17,6 +17,9 @@
 /// - The observer is held weakly. Once it is gone its blocks are never called
 ///   again; a notification that finds it gone skips it and removes the
 ///   observation (deferred, without taking any lock on the notification path).
+///   Once the engine releases that observation, the block and what it
+///   captures are released and the controller forgets the entry (and with
+///   it a retained observed object), even while the controller lives on.
 /// - Everything the controller registered is removed when it deinitializes
 ///   (typically with its observer).
 /// - With `retainsObserved: true` (the default) the controller keeps observed
@@ -301,6 +304,13 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         }
         released.removeAll()
         if duplicate { return .alreadyObserving }
+        // The entry holds its box weakly, so once the engine releases the box
+        // (the observation was removed: unobserved, its observer found dead
+        // by a dispatch, or its object deinitialized) the block and its
+        // captures go, and this drops what is left of the entry.
+        box.onRelease = { [records] in
+            KVOControllerEntry.forget(entry, at: address, key: keyID, in: records)
+        }
         object.kvoRegistrar.attach(object)
         let error: KVOError?
         do {
@@ -385,8 +395,13 @@ struct KVOControllerRemoval {
 }
 
 /// One registration of a ``KVOController``: its box, or its chain's token.
-final class KVOControllerEntry {
-    let box: EngineObservation?
+///
+/// `@unchecked Sendable`: its mutable fields are accessed only under the
+/// controller's lock, and the box is a weak reference (atomic).
+final class KVOControllerEntry: @unchecked Sendable {
+    /// Held weakly: the engine owns the box (and with it the block and what
+    /// it captures) until it releases it, and nothing else keeps it alive.
+    weak let box: EngineObservation?
     let thread: UInt
     // The mutable fields below are accessed only under the controller's lock,
     // which is their exclusivity: accesses skip the runtime's dynamic check.
@@ -398,6 +413,26 @@ final class KVOControllerEntry {
     init(box: EngineObservation?, thread: UInt) {
         self.box = box
         self.thread = thread
+    }
+
+    /// Removes `entry` from a controller's `records` if it is still there,
+    /// once the engine released its box. Runs where the engine releases
+    /// observations (after a registration or removal, outside every engine
+    /// lock), never on a notification path. A record left empty is released
+    /// after the lock: with it goes a retained observed object, whose deinit
+    /// may call back into the controller.
+    static func forget(
+        _ entry: KVOControllerEntry, at address: UInt, key: KVOControllerKey,
+        in records: LockedState<[UInt: KVOControllerRecord]>
+    ) {
+        let released: KVOControllerRecord? = records.withLock { records in
+            guard let record = records[address], record.entries[key] === entry else { return nil }
+            record.entries[key] = nil
+            guard record.entries.isEmpty else { return nil }
+            records[address] = nil
+            return record
+        }
+        withExtendedLifetime(released) {}
     }
 }
 

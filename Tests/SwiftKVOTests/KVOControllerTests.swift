@@ -150,18 +150,52 @@ import Testing
         #expect(counter.count == 1)
     }
 
-    @Test func deallocatedObserverIsSkippedWithoutCrash() {
-        let account = Account()
+    @Test func deallocatedObserverIsSkippedAndItsObservationRemoved() {
+        let subject = DeathWatched()
         let counter = Counter()
         var observer: Observer? = Observer()
         let kvo = KVOController(observer: observer!)
-        kvo.observe(account, \.name) { _, _, _ in counter.increment() }
-        account.name = "1"
+        kvo.observe(subject, \.value) { _, _, _ in counter.increment() }
+        subject.value = 1
+        #expect(liveObservations(of: \DeathWatched.value, on: subject) == 1)
         observer = nil
-        account.name = "2"
-        account.name = "3"
+        subject.value = 2  // meets the dead observer: skipped, its removal queued
+        flushReleases()
+        subject.value = 3
         #expect(counter.count == 1)
         #expect(kvo.observer == nil)
+        #expect(liveObservations(of: \DeathWatched.value, on: subject) == 0)
+    }
+
+    @Test func deadObserversBlockAndCapturesAreReleasedWhileTheControllerLives() {
+        let subject = DeathWatched()
+        let released = Counter()
+        var observer: Observer? = Observer()
+        let kvo = KVOController(observer: observer!)
+        do {
+            let capture = LifetimeProbe(released)
+            kvo.observe(subject, \.name) { _, _, _ in _ = capture }
+        }
+        observer = nil
+        subject.name = "x"
+        flushReleases()
+        #expect(released.count == 1)
+        withExtendedLifetime(kvo) {}
+    }
+
+    @Test func deadObserversEntryStopsRetainingTheObservedObject() {
+        let died = Counter()
+        var observer: Observer? = Observer()
+        let kvo = KVOController(observer: observer!)
+        do {
+            let account = Account(onDeinit: { died.increment() })
+            kvo.observe(account, \.name) { _, _, _ in }
+            observer = nil
+            account.name = "x"
+        }
+        flushReleases()
+        #expect(died.count == 1)
+        withExtendedLifetime(kvo) {}
     }
 
     @Test func observingNilObjectIsANoOp() {
@@ -268,6 +302,22 @@ import Testing
         document.account.name = "d"
         #expect(log.values == ["b", "c"])
     }
+}
+
+/// Observed only by the tests that count its engine observations.
+final class DeathWatched: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var value = 0
+    @Observed var name = ""
+}
+
+/// How many engine observations of `keyPath`'s property exist, on any object
+/// (the key's probe counter: exact once removals were flushed).
+func liveObservations<Root: KeyValueObservable, Value>(
+    of keyPath: KeyPath<Root, Value>, on object: Root
+) -> Int {
+    let resolved = KeyPathRegistry.resolve(keyPath, on: object)
+    return Int(Engine.probe(of: resolved.key).raw.pointee.observations)
 }
 
 @MainActor

@@ -5,6 +5,12 @@ extension NotificationHub.Name {
     static let accountSynced = NotificationHub.Name("test.accountSynced")
 }
 
+/// How many engine registrations of `name` exist, for any sender (the name's
+/// probe counter: exact once removals were flushed).
+func liveObservations(of name: NotificationHub.Name) -> Int {
+    Int(name.probe.raw.pointee.observations)
+}
+
 /// SPEC §2 item 15 through the Swift hub. Every test uses its own names, so
 /// tests running in parallel never see each other's posts.
 @Suite struct NotificationHubTests {
@@ -46,13 +52,24 @@ extension NotificationHub.Name {
         let hub = NotificationHub.default
         let name = uniqueName()
         let counter = Counter()
+        let released = Counter()
         var observer: Observer? = Observer()
-        hub.addObserver(observer!, name: name) { _, _ in counter.increment() }
+        do {
+            let capture = LifetimeProbe(released)
+            hub.addObserver(observer!, name: name) { _, _ in
+                _ = capture
+                counter.increment()
+            }
+        }
         hub.post(name: name)
+        #expect(liveObservations(of: name) == 1)
         observer = nil
-        hub.post(name: name)
+        hub.post(name: name)  // meets the dead observer: skipped, its removal queued
+        flushReleases()
         hub.post(name: name)
         #expect(counter.count == 1)
+        #expect(liveObservations(of: name) == 0)
+        #expect(released.count == 1)
     }
 
     @Test func removalByObserverByNameAndByRegistration() {
