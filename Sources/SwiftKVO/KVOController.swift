@@ -32,6 +32,10 @@
 ///   returns ``KVOError/alreadyObserving``, also through different key paths
 ///   naming it (`\SavingsAccount.name` and `\BaseAccount.name` for a
 ///   property declared in `BaseAccount`); observing `nil` is a no-op.
+/// - Removals never crash and report what they removed: `unobserve(_:_:)`
+///   returns whether it removed an observation, `unobserve(_:)` and
+///   ``unobserveAll()`` how many; `false` and 0 mean "not found" (never
+///   observed, already removed, or gone with a dead observer or object).
 ///
 /// ## Callbacks and isolation
 /// Blocks and nonisolated actions run synchronously on the thread that made
@@ -205,13 +209,22 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
 
     // MARK: Unobserving
 
-    /// Stops observing `keyPath` of `object`. A no-op for anything not observed.
+    /// Stops observing `keyPath` of `object`.
+    ///
     /// After it returns no notification that starts later calls the block.
-    /// Works from inside the block, including an `.initial` one.
+    /// Works from inside the block, including an `.initial` one. A key path
+    /// names its property, not its spelling: `\Derived.name` and
+    /// `\Base.name` stop the same observation.
+    ///
+    /// - Returns: `true` if an observation was removed; `false` ("not found")
+    ///   if this controller did not observe `keyPath` of `object` — never
+    ///   observed, already unobserved, or already removed because the
+    ///   observer or the object died. Never crashes.
+    @discardableResult
     public func unobserve<Object: KeyValueObservable, Value>(
         _ object: Object?, _ keyPath: KeyPath<Object, Value>
-    ) {
-        guard let object else { return }
+    ) -> Bool {
+        guard let object else { return false }
         let key = ControllerKey(KeyPathRegistry.resolve(keyPath, on: object))
         let address = Engine.address(of: object)
         // Keeps a record taken out of the table alive until after the lock:
@@ -228,13 +241,19 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             }
             return Self.removal(of: entry)
         }
-        removal?.perform()
+        let removed = removal?.perform() ?? false
         withExtendedLifetime(released) {}
+        return removed
     }
 
     /// Stops observing every key path of `object`; the others stay observed.
-    public func unobserve(_ object: AnyObject?) {
-        guard let object else { return }
+    ///
+    /// - Returns: How many observations were removed; 0 ("not found") if
+    ///   this controller observed nothing of `object` that was still
+    ///   registered.
+    @discardableResult
+    public func unobserve(_ object: AnyObject?) -> Int {
+        guard let object else { return 0 }
         let address = Engine.address(of: object)
         // Records taken out of the table stay alive until after the lock (see
         // `unobserve(_:_:)`), and their removals are decided under it.
@@ -245,20 +264,33 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             released = record
             return record.entries.values.map(Self.removal(of:))
         }
-        for removal in removals { removal.perform() }
+        let removed = Self.perform(removals)
         withExtendedLifetime(released) {}
+        return removed
     }
 
     /// Stops observing everything this controller observes.
-    public func unobserveAll() {
+    ///
+    /// - Returns: How many observations were removed; 0 ("not found") if
+    ///   none was registered.
+    @discardableResult
+    public func unobserveAll() -> Int {
         var released: [ObjectRecord] = []
         let removals: [Removal] = records.withLock { records in
             released = Array(records.values)
             records = [:]
             return released.flatMap { $0.entries.values.map(Self.removal(of:)) }
         }
-        for removal in removals { removal.perform() }
+        let removed = Self.perform(removals)
         withExtendedLifetime(released) {}
+        return removed
+    }
+
+    /// Carries out `removals` (after the lock); returns how many removed something.
+    private static func perform(_ removals: [Removal]) -> Int {
+        var removed = 0
+        for removal in removals where removal.perform() { removed += 1 }
+        return removed
     }
 
     /// The removal of `entry`, decided under the lock.
@@ -268,9 +300,9 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             // The registering thread (an initial callback) already has the
             // token; another thread leaves the removal to it.
             let token = entry.thread == currentThreadID() ? entry.box?.token : nil
-            return Removal(token: token ?? 0, chain: nil)
+            return Removal(token: token ?? 0, chain: nil, cancelsRegistration: true)
         }
-        return Removal(token: entry.box?.token ?? 0, chain: entry.chain)
+        return Removal(token: entry.box?.token ?? 0, chain: entry.chain, cancelsRegistration: false)
     }
 
     // MARK: Internals
@@ -384,13 +416,17 @@ struct KVOControllerRemoval {
     /// The engine token to remove; 0 for none.
     let token: EngineToken
     let chain: ObservationToken?
+    /// The entry was still being registered, and was marked cancelled: its
+    /// registering thread removes the observation if this does not.
+    let cancelsRegistration: Bool
 
-    func perform() {
-        if let chain {
-            chain.invalidate()
-        } else if token != 0 {
-            Engine.unobserve(token)
-        }
+    /// Carries out the removal; returns whether an observation was removed
+    /// (`false` when the engine no longer had it: its observer or its object
+    /// died).
+    func perform() -> Bool {
+        if let chain { return chain.invalidate() }
+        if token != 0 { return Engine.unobserve(token) == nil }
+        return cancelsRegistration
     }
 }
 

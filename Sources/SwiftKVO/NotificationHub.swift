@@ -26,7 +26,9 @@
 ///   actor-isolated observers are rejected at compile time (hop explicitly, or
 ///   consume ``notifications(named:object:bufferingPolicy:)`` on the actor).
 /// - Removal (by observer, by name, by registration, by token) never crashes;
-///   removing twice is a no-op.
+///   removing twice is a no-op. Each removal reports what it removed: the
+///   number of registrations, or `true`/`false` for one registration, where
+///   0 and `false` mean "not found".
 /// - Thread-safe: every method may be called from any thread, also from a block.
 public final class NotificationHub: Sendable {
     /// The process-wide hub.
@@ -177,16 +179,25 @@ public final class NotificationHub: Sendable {
 
     // MARK: Removing observers
 
-    /// Removes every registration of `observer`. A no-op if it has none.
-    public func removeObserver(_ observer: AnyObject) {
+    /// Removes every registration of `observer`.
+    ///
+    /// - Returns: How many registrations were removed; 0 ("not found") if it
+    ///   had none left (never added, already removed, or gone with a dead
+    ///   ``KeyValueObservable`` sender or because the observer died).
+    @discardableResult
+    public func removeObserver(_ observer: AnyObject) -> Int {
         let address = Engine.address(of: observer)
         let entries = table.withLock { $0.entries.removeValue(forKey: address) } ?? []
-        for entry in entries { Engine.unobserve(entry.registration.token) }
+        return entries.count { Engine.unobserve($0.registration.token) == nil }
     }
 
     /// Removes `observer`'s registrations for `name` — from `object` only, or
-    /// (with `nil`) whatever their sender filter. A no-op if there are none.
-    public func removeObserver(_ observer: AnyObject, name: Name, object: AnyObject? = nil) {
+    /// (with `nil`) whatever their sender filter.
+    ///
+    /// - Returns: How many registrations were removed; 0 ("not found") if
+    ///   there were none left.
+    @discardableResult
+    public func removeObserver(_ observer: AnyObject, name: Name, object: AnyObject? = nil) -> Int {
         let address = Engine.address(of: observer)
         let objectAddress = object.map { Engine.address(of: $0) }
         var removed: [EngineToken] = []
@@ -201,12 +212,16 @@ public final class NotificationHub: Sendable {
             }
             if !entries.isEmpty { table.entries[address] = entries }
         }
-        for token in removed { Engine.unobserve(token) }
+        return removed.count { Engine.unobserve($0) == nil }
     }
 
-    /// Removes one registration. A no-op if it was already removed.
-    public func removeObserver(_ registration: Registration) {
-        Engine.unobserve(registration.token)
+    /// Removes one registration.
+    ///
+    /// - Returns: `true` if it was removed; `false` ("not found") if it was
+    ///   already removed, or went with its dead observer or sender.
+    @discardableResult
+    public func removeObserver(_ registration: Registration) -> Bool {
+        let removed = Engine.unobserve(registration.token) == nil
         table.withLock { table in
             for (address, entries) in table.entries
             where entries.contains(where: { $0.registration == registration }) {
@@ -214,6 +229,7 @@ public final class NotificationHub: Sendable {
                 table.entries[address] = remaining.isEmpty ? nil : remaining
             }
         }
+        return removed
     }
 
     // MARK: Internals

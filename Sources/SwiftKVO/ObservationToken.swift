@@ -11,6 +11,9 @@ public final class ObservationToken: Sendable {
     private let engineToken: Atomic<UInt64>
     /// Composite observations (key-path chains) own several engine tokens.
     private let composite: (any CompositeObservation)?
+    /// Whether a composite observation was ended through this token, so that
+    /// exactly one call reports the removal.
+    private let compositeEnded = Atomic<Bool>(false)
     private let failure: KVOError?
 
     @usableFromInline
@@ -49,17 +52,26 @@ public final class ObservationToken: Sendable {
     /// progress on another thread may still be inside the handler (see
     /// ``invalidateAndWait()``). The handler and what it captures are released
     /// later, after a grace period. Calling it again is a no-op. Never blocks.
-    public func invalidate() {
+    ///
+    /// - Returns: `true` if this call removed the observation; `false`
+    ///   ("not found") if there was nothing left to remove — already
+    ///   invalidated, a failed registration, or an observation the engine
+    ///   already removed because the observed object died. Never crashes.
+    @discardableResult
+    public func invalidate() -> Bool {
         if let composite {
+            guard !compositeEnded.exchange(true, ordering: .acquiringAndReleasing) else { return false }
+            let wasActive = composite.isActive
             composite.cancel()
-            return
+            return wasActive
         }
         let token = engineToken.exchange(0, ordering: .acquiringAndReleasing)
-        if token != 0 { Engine.unobserve(token) }
+        return token != 0 && Engine.unobserve(token) == nil
     }
 
     /// Ends the observation and **blocks** until no thread can still be
-    /// running its handler (`ckvo_unobserve_sync`).
+    /// running its handler (`ckvo_unobserve_sync`). Calling it again, or
+    /// after ``invalidate()``, is a no-op.
     ///
     /// - Throws: ``KVOError/wouldDeadlock`` when called from inside a
     ///   notification callback (on any observation), where waiting would wait
@@ -68,6 +80,7 @@ public final class ObservationToken: Sendable {
     ///   without waiting in that case, and still throws.)
     public func invalidateAndWait() throws(KVOError) {
         if let composite {
+            compositeEnded.store(true, ordering: .releasing)
             try composite.cancelAndWait()
             return
         }

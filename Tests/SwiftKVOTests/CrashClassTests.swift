@@ -3,29 +3,32 @@ import Testing
 
 /// The crash classes KVO users know: each must be a quiet no-op here.
 @Suite struct CrashClassTests {
-    @Test func doubleRemovalIsANoOp() {
+    @Test func doubleRemovalIsANoOpThatReportsNotFound() {
         let account = Account()
         let observer = Observer()
         let token = account.observe(\.name) { _, _ in }
-        token.invalidate()
-        token.invalidate()
+        #expect(token.invalidate())
+        #expect(!token.invalidate())
         let kvo = KVOController(observer: observer)
         kvo.observe(account, \.name) { _, _, _ in }
-        kvo.unobserve(account, \.name)
-        kvo.unobserve(account, \.name)
-        kvo.unobserve(account)
-        kvo.unobserveAll()
-        kvo.unobserveAll()
+        #expect(kvo.unobserve(account, \.name))
+        #expect(!kvo.unobserve(account, \.name))
+        #expect(kvo.unobserve(account) == 0)
+        #expect(kvo.unobserveAll() == 0)
+        #expect(kvo.unobserveAll() == 0)
     }
 
-    @Test func removalOfNeverObservedIsANoOp() {
+    @Test func removalOfNeverObservedIsANoOpThatReportsNotFound() {
         let account = Account()
         let kvo = KVOController(observer: Observer())
-        kvo.unobserve(account, \.name)
-        kvo.unobserve(account, \.plain)
-        kvo.unobserve(account)
-        kvo.unobserveAll()
-        NotificationHub.default.removeObserver(account)
+        #expect(!kvo.unobserve(account, \.name))
+        #expect(!kvo.unobserve(account, \.plain))
+        #expect(!kvo.unobserve(nil as Account?, \.name))
+        #expect(kvo.unobserve(account) == 0)
+        #expect(kvo.unobserve(nil) == 0)
+        #expect(kvo.unobserveAll() == 0)
+        #expect(NotificationHub.default.removeObserver(account) == 0)
+        #expect(NotificationHub.default.removeObserver(account, name: .accountSynced) == 0)
     }
 
     @Test func observedObjectDyingWithObserversIsSafe() {

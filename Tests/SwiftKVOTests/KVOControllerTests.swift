@@ -253,6 +253,45 @@ import Testing
         #expect(counter.count == 0)
     }
 
+    @Test func unobserveReportsWhetherItRemovedAnObservation() {
+        let account = Account()
+        let document = Document(account: Account())
+        let kvo = KVOController(observer: Observer())
+        kvo.observe(account, \.name) { _, _, _ in }
+        kvo.observe(document, \.account.name) { _, _, _ in }
+        #expect(kvo.unobserve(account, \.name))
+        #expect(!kvo.unobserve(account, \.name))
+        #expect(!kvo.unobserve(account, \.balance))
+        #expect(kvo.unobserve(document, \.account.name))
+        #expect(!kvo.unobserve(document, \.account.name))
+    }
+
+    @Test func unobservingAnObjectReportsHowManyObservationsItRemoved() {
+        let a = Account()
+        let b = Account()
+        let kvo = KVOController(observer: Observer())
+        kvo.observe(a, keyPaths: [\.name, \.balance]) { _, _, _ in }
+        kvo.observe(b, \.name) { _, _, _ in }
+        #expect(kvo.unobserve(a) == 2)
+        #expect(kvo.unobserve(a) == 0)
+        #expect(kvo.unobserveAll() == 1)
+        #expect(kvo.unobserveAll() == 0)
+    }
+
+    @Test func unobservingAfterTheObserverDiedReportsNotFound() {
+        let subject = DeathWatched()
+        var observer: Observer? = Observer()
+        let kvo = KVOController(observer: observer!)
+        kvo.observe(subject, \.value) { _, _, _ in }
+        kvo.observe(subject, \.name) { _, _, _ in }
+        observer = nil
+        subject.value = 1  // meets the dead observer: its removal is queued
+        flushReleases()
+        #expect(!kvo.unobserve(subject, \.value))
+        // Never reached by a change, the other observation is still registered.
+        #expect(kvo.unobserveAll() == 1)
+    }
+
     @Test func retainsObservedByDefault() {
         let observer = Observer()
         let died = Counter()

@@ -94,6 +94,40 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         #expect(log.values == ["n1", "n2", "n2"])
     }
 
+    @Test func removalsReportWhatTheyRemoved() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let other = NotificationHub.Name(name.rawValue + ".other")
+        let observer = Observer()
+        let a = Account()
+        let registration = hub.addObserver(observer, name: name) { _, _ in }
+        #expect(hub.removeObserver(registration))
+        #expect(!hub.removeObserver(registration))
+        hub.addObserver(observer, name: name, object: a) { _, _ in }
+        hub.addObserver(observer, name: name) { _, _ in }
+        hub.addObserver(observer, name: other) { _, _ in }
+        #expect(hub.removeObserver(observer, name: name, object: Account()) == 0)
+        #expect(hub.removeObserver(observer, name: name, object: a) == 1)
+        #expect(hub.removeObserver(observer, name: name) == 1)
+        #expect(hub.removeObserver(observer, name: name) == 0)
+        #expect(hub.removeObserver(observer) == 1)
+        #expect(hub.removeObserver(observer) == 0)
+        let token = hub.addObserver(forName: name) { _ in }
+        #expect(token.invalidate())
+        #expect(!token.invalidate())
+    }
+
+    @Test func removalAfterAnObservableSenderDiedReportsNotFound() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let observer = Observer()
+        var sender: Account? = Account()
+        let registration = hub.addObserver(observer, name: name, object: sender) { _, _ in }
+        sender = nil  // its registrar removes the registration
+        #expect(!hub.removeObserver(registration))
+        #expect(hub.removeObserver(observer) == 0)
+    }
+
     @Test func removalByNameAndSenderKeepsTheObserversOtherRegistrations() {
         let hub = NotificationHub.default
         let name = uniqueName()

@@ -240,22 +240,39 @@ import Testing
 
     // MARK: 8. Removal never crashes
 
-    @Test func doubleInvalidateIsANoOp() {
+    @Test func doubleInvalidateIsANoOpThatReportsNotFound() {
         let account = Account()
         let token = account.observe(\.name) { _, _ in }
         #expect(token.isValid)
-        token.invalidate()
-        token.invalidate()
+        #expect(token.invalidate())
+        #expect(!token.invalidate())
         #expect(!token.isValid)
         #expect(throws: Never.self) { try token.invalidateAndWait() }
     }
 
-    @Test func invalidateAfterObservedObjectDiedIsANoOp() {
+    @Test func invalidateAfterObservedObjectDiedReportsNotFound() {
         var account: Account? = Account()
         let token = account!.observe(\.name) { _, _ in }
         account = nil
-        token.invalidate()
+        #expect(!token.invalidate())
         #expect(!token.isValid)
+    }
+
+    @Test func invalidatingAKeyPathChainReportsTheRemovalOnce() throws {
+        let document = Document(account: Account())
+        let token = document.observe(\.account.name) { _, _ in }
+        #expect(token.invalidate())
+        #expect(!token.invalidate())
+        let waited = document.observe(\.account.name) { _, _ in }
+        try waited.invalidateAndWait()
+        #expect(!waited.invalidate())
+    }
+
+    @Test func invalidatingAFailedRegistrationReportsNotFound() {
+        let account = Account()
+        let token = account.observe(\.plain) { _, _ in }
+        #expect(token.error == .unsupportedKeyPath)
+        #expect(!token.invalidate())
     }
 
     @Test func invalidatingStopsDelivery() {
