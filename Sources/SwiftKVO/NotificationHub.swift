@@ -21,6 +21,11 @@
 ///   again and a post that meets it removes its registration (deferred,
 ///   without taking any lock on the posting path). Each delivery loads the
 ///   observer strongly for the block's duration (a retain and a release).
+/// - Senders given as filters are not retained. A ``KeyValueObservable``
+///   sender's registrations are removed when it deinitializes; a plain
+///   sender's stay until their observer is removed (no post can come from
+///   the dead sender, so none meets them), keeping the dead sender's memory
+///   allocated so that no new object at its address passes for it.
 /// - Blocks run synchronously on the posting thread, in registration order,
 ///   with no lock held. They must be `@Sendable` and nonisolated, so
 ///   actor-isolated observers are rejected at compile time (hop explicitly, or
@@ -88,8 +93,12 @@ public final class NotificationHub: Sendable {
     /// - Parameters:
     ///   - observer: Passed to `block`; held weakly. Its registrations go when it dies.
     ///   - name: The notification name.
-    ///   - object: The sender to listen to; `nil` for every sender. Held weakly:
-    ///     once the sender is gone the registration is removed.
+    ///   - object: The sender to listen to; `nil` for every sender. Not
+    ///     retained. A ``KeyValueObservable`` sender removes the registration
+    ///     when it deinitializes. Any other sender does not: the registration
+    ///     stays (never called again) until the observer is removed, and it
+    ///     keeps the dead sender's memory allocated — an `unowned` reference,
+    ///     so that no new object at that address is taken for the sender.
     ///   - block: Called synchronously on the posting thread.
     /// - Returns: The registration, for ``removeObserver(_:)-(Registration)``;
     ///   discarding it keeps the registration.
