@@ -123,16 +123,37 @@ public final class NotificationHub: Sendable {
             registration: registration, name: name,
             objectAddress: sender.object.map { Engine.address(of: $0) } ?? 0, observer: observer)
         let address = Engine.address(of: observer)
+        var dead: [EngineToken] = []
         table.withLock { table in
-            table.entries[address, default: []].append(entry)
+            // Entries at this address of an observer that died (the new one
+            // reuses its memory) are not this observer's: they go first.
+            var entries = table.entries.removeValue(forKey: address) ?? []
+            Self.takeDead(from: &entries, into: &dead)
+            entries.append(entry)
+            table.entries[address] = entries
             if table.entries.count >= table.purgeAt {
-                // Forget entries of observers that died (their engine side is
-                // removed by the deferred path or was never reached).
-                table.entries = table.entries.filter { !$0.value.allSatisfy { $0.observer == nil } }
+                table.entries = table.entries.compactMapValues { entries in
+                    var entries = entries
+                    Self.takeDead(from: &entries, into: &dead)
+                    return entries.isEmpty ? nil : entries
+                }
                 table.purgeAt = max(64, table.entries.count * 2)
             }
         }
+        // A dead observer's registration is removed by the first post that
+        // meets it; one that no post reaches (its sender died, or nobody
+        // posts the name again) is removed here.
+        for token in dead { Engine.unobserve(token) }
         return registration
+    }
+
+    /// Moves the tokens of `entries` whose observer died into `dead`.
+    private static func takeDead(from entries: inout [Entry], into dead: inout [EngineToken]) {
+        entries.removeAll { entry in
+            guard entry.observer == nil else { return false }
+            dead.append(entry.registration.token)
+            return true
+        }
     }
 
     /// Registers `block` for notifications named `name`, until the returned

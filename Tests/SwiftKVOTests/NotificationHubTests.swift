@@ -226,4 +226,20 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         #expect(deaths.count == 6)
         hub.removeObserver(observer)
     }
+
+    @Test func aDeadObserversRegistrationThatNoPostReachesGoesWithLaterRegistrations() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let released = Counter()
+        do {
+            let observer = Observer()
+            let probe = LifetimeProbe(released)
+            hub.addObserver(observer, name: name) { _, _ in withExtendedLifetime(probe) {} }
+        }  // the observer dies, and nothing posts `name` again
+        let others = (0..<300).map { _ in Observer() }
+        for other in others { hub.addObserver(other, name: name) { _, _ in } }
+        flushReleases()
+        #expect(released.count == 1)
+        for other in others { hub.removeObserver(other) }
+    }
 }
