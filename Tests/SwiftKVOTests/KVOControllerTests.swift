@@ -384,15 +384,17 @@ final class MainActorViewModel {
         let account = Account()
         let kvo = KVOController(observer: viewModel)
         kvo.observe(account, \.balance, options: .new, action: MainActorViewModel.balanceDidChange)
-        kvo.observe(account, \.balance, action: MainActorViewModel.ping)
+        #expect(kvo.observe(account, \.name, action: MainActorViewModel.ping) == nil)
         await withCheckedContinuation { continuation in
             viewModel.continuation = continuation
             let thread = Thread {
+                account.name = "first"
                 for value in [1.0, 2.0, 3.0] { account.balance = value }
             }
             thread.start()
         }
         #expect(viewModel.received == [1, 2, 3])
+        #expect(viewModel.pings == 1)  // hops keep order: it ran before the first balance
         await Task.yield()
         _ = kvo
     }
