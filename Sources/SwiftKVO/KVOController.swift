@@ -225,7 +225,11 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         _ object: Object?, _ keyPath: KeyPath<Object, Value>
     ) -> Bool {
         guard let object else { return false }
-        let key = ControllerKey(KeyPathRegistry.resolve(keyPath, on: object))
+        return unobserve(object, key: ControllerKey(KeyPathRegistry.resolve(keyPath, on: object)))
+    }
+
+    /// Removes the entry filed under `key` for `object`; whether an observation was removed.
+    private func unobserve(_ object: AnyObject, key: ControllerKey) -> Bool {
         let address = Engine.address(of: object)
         // Keeps a record taken out of the table alive until after the lock:
         // releasing it may release the observed object, whose deinit may
@@ -393,7 +397,15 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         }
         if duplicate { return .alreadyObserving }
         let token = object.observe(keyPath, options: options) { [weak self] object, change in
-            guard let observer = self?.observer else { return }
+            guard let self else { return }
+            guard let observer = self.observer else {
+                // The observer is gone: end the chain (and release the block)
+                // rather than keep it registered. A chain's notifications
+                // already take locks and register when an intermediate is
+                // replaced, so this once-only removal adds no new kind of work.
+                _ = self.unobserve(object, key: keyID)
+                return
+            }
             block(observer, object, change)
         }
         let cancelled: Bool = records.withLock { records in

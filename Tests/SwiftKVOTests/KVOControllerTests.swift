@@ -183,6 +183,23 @@ import Testing
         withExtendedLifetime(kvo) {}
     }
 
+    @Test func deadObserversKeyPathChainIsRemovedWhileTheControllerLives() {
+        let document = Document(account: Account(name: "a"))
+        let released = Counter()
+        var observer: Observer? = Observer()
+        let kvo = KVOController(observer: observer!)
+        do {
+            let capture = LifetimeProbe(released)
+            kvo.observe(document, \.account.name) { _, _, _ in _ = capture }
+        }
+        observer = nil
+        document.account.name = "b"  // meets the dead observer
+        flushReleases()
+        #expect(released.count == 1)
+        #expect(!kvo.unobserve(document, \.account.name))  // already gone
+        withExtendedLifetime(kvo) {}
+    }
+
     @Test func deadObserversEntryStopsRetainingTheObservedObject() {
         let died = Counter()
         var observer: Observer? = Observer()
