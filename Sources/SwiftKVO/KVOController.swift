@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Observes ``KeyValueObservable`` objects on behalf of an observer, for the
 /// observer's lifetime — Facebook's KVOController for Swift.
 ///
@@ -70,7 +72,6 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     typealias Entry = KVOControllerEntry
     typealias ObjectRecord = KVOControllerRecord
     typealias Removal = KVOControllerRemoval
-    typealias ControllerKey = KVOControllerKey
 
     private let records = LockedState<[UInt: ObjectRecord]>([:])
 
@@ -225,11 +226,11 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         _ object: Object?, _ keyPath: KeyPath<Object, Value>
     ) -> Bool {
         guard let object else { return false }
-        return unobserve(object, key: ControllerKey(KeyPathRegistry.resolve(keyPath, on: object)))
+        return unobserve(object, key: KVOControllerKey.of(KeyPathRegistry.resolve(keyPath, on: object)))
     }
 
     /// Removes the entry filed under `key` for `object`; whether an observation was removed.
-    private func unobserve(_ object: AnyObject, key: ControllerKey) -> Bool {
+    private func unobserve(_ object: AnyObject, key: UInt) -> Bool {
         let address = Engine.address(of: object)
         // Keeps a record taken out of the table alive until after the lock:
         // releasing it may release the observed object, whose deinit may
@@ -299,6 +300,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
 
     /// The removal of `entry`, decided under the lock.
     private static func removal(of entry: Entry) -> Removal {
+        entry.detach()
         if entry.registering {
             entry.cancelled = true
             // The registering thread (an initial callback) already has the
@@ -317,8 +319,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         box: EngineObservation
     ) -> KVOError? {
         let address = Engine.address(of: object)
-        let keyID = ControllerKey(resolved)
-        let entry = Entry(box: box, thread: currentThreadID())
+        let keyID = KVOControllerKey.of(resolved)
+        let entry = Entry(box: box, thread: currentThreadID(), address: address, key: keyID, records: records)
         var released: [ObjectRecord] = []
         let duplicate: Bool = records.withLock { records in
             var record = records[address]
@@ -340,13 +342,11 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         }
         released.removeAll()
         if duplicate { return .alreadyObserving }
-        // The entry holds its box weakly, so once the engine releases the box
-        // (the observation was removed: unobserved, its observer found dead
-        // by a dispatch, or its object deinitialized) the block and its
+        // The entry does not retain its box, so once the engine releases the
+        // box (the observation was removed: unobserved, its observer found
+        // dead by a dispatch, or its object deinitialized) the block and its
         // captures go, and this drops what is left of the entry.
-        box.onRelease = { [records] in
-            KVOControllerEntry.forget(entry, at: address, key: keyID, in: records)
-        }
+        box.onRelease = { [entry] in entry.forget() }
         object.kvoRegistrar.attach(object)
         let error: KVOError?
         do {
@@ -381,8 +381,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
     ) -> KVOError? {
         let address = Engine.address(of: object)
-        let keyID = ControllerKey(resolved)
-        let entry = Entry(box: nil, thread: currentThreadID())
+        let keyID = KVOControllerKey.of(resolved)
+        let entry = Entry(box: nil, thread: currentThreadID(), address: address, key: keyID, records: records)
         let duplicate: Bool = records.withLock { records in
             let current: ObjectRecord
             if let existing = records[address], existing.object === object {
@@ -444,13 +444,24 @@ struct KVOControllerRemoval {
 
 /// One registration of a ``KVOController``: its box, or its chain's token.
 ///
-/// `@unchecked Sendable`: its mutable fields are accessed only under the
-/// controller's lock, and the box is a weak reference (atomic).
+/// `@unchecked Sendable`: its fields are read, and the mutable ones written,
+/// only under the controller's lock.
 final class KVOControllerEntry: @unchecked Sendable {
-    /// Held weakly: the engine owns the box (and with it the block and what
-    /// it captures) until it releases it, and nothing else keeps it alive.
-    weak let box: EngineObservation?
+    /// Not retained: the engine owns the box (and with it the block and what
+    /// it captures) until it releases it. The box's deinit removes this entry
+    /// from the table under the controller's lock (``forget()``), so the box
+    /// is alive whenever the entry is found in the table under that lock; a
+    /// weak reference would cost every registration a side table.
+    unowned(unsafe) let box: EngineObservation?
     let thread: UInt
+    /// Where the entry is filed: the observed object's address, its key, and
+    /// the controller's table.
+    let address: UInt
+    let key: UInt
+    let records: LockedState<[UInt: KVOControllerRecord]>
+    /// Set once the entry left the table, so that the box's release skips
+    /// the lock (a stale `false` only costs the lookup).
+    private let detached = Atomic<Bool>(false)
     // The mutable fields below are accessed only under the controller's lock,
     // which is their exclusivity: accesses skip the runtime's dynamic check.
     @exclusivity(unchecked) var registering = true
@@ -458,23 +469,30 @@ final class KVOControllerEntry: @unchecked Sendable {
     /// For a key-path chain: the chain's token.
     @exclusivity(unchecked) var chain: ObservationToken?
 
-    init(box: EngineObservation?, thread: UInt) {
+    init(
+        box: EngineObservation?, thread: UInt, address: UInt, key: UInt,
+        records: LockedState<[UInt: KVOControllerRecord]>
+    ) {
         self.box = box
         self.thread = thread
+        self.address = address
+        self.key = key
+        self.records = records
     }
 
-    /// Removes `entry` from a controller's `records` if it is still there,
-    /// once the engine released its box. Runs where the engine releases
-    /// observations (after a registration or removal, outside every engine
-    /// lock), never on a notification path. A record left empty is released
-    /// after the lock: with it goes a retained observed object, whose deinit
-    /// may call back into the controller.
-    static func forget(
-        _ entry: KVOControllerEntry, at address: UInt, key: KVOControllerKey,
-        in records: LockedState<[UInt: KVOControllerRecord]>
-    ) {
+    /// Marks the entry as taken out of the table (under the lock).
+    func detach() { detached.store(true, ordering: .relaxed) }
+
+    /// Removes the entry from the table if it is still there, once the engine
+    /// released its box. Runs where the engine releases observations (after a
+    /// registration or removal, outside every engine lock), never on a
+    /// notification path. A record left empty is released after the lock:
+    /// with it goes a retained observed object, whose deinit may call back
+    /// into the controller.
+    func forget() {
+        guard !detached.load(ordering: .relaxed) else { return }
         let released: KVOControllerRecord? = records.withLock { records in
-            guard let record = records[address], record.entries[key] === entry else { return nil }
+            guard let record = records[address], record.entries[key] === self else { return nil }
             record.entries[key] = nil
             guard record.entries.isEmpty else { return nil }
             records[address] = nil
@@ -488,21 +506,19 @@ final class KVOControllerEntry: @unchecked Sendable {
 /// the key path's spelling. `\Derived.name` and `\Base.name` name the same
 /// property (the same engine key), so they share one entry: observing
 /// through both is a duplicate, and unobserving through either removes it.
-struct KVOControllerKey: Hashable {
-    /// The engine key of a property or dependent key; 0 for a chain.
-    let key: EngineKey
-    /// A key-path chain has no single engine key: the interned key path
-    /// (immortal, so its identity is never reused) stands for it.
-    let chain: ObjectIdentifier?
-
-    init(_ resolved: ResolvedKeyPath) {
+///
+/// One word, hashed once: an engine key, shifted and tagged odd, for a
+/// property or dependent key; for a key-path chain, which has no single
+/// engine key, the address of the interned key path (immortal, so never
+/// reused; aligned, so even).
+enum KVOControllerKey {
+    /// The key `resolved` is filed under.
+    static func of(_ resolved: ResolvedKeyPath) -> UInt {
         switch resolved.kind {
         case .property, .dependent:
-            key = resolved.key
-            chain = nil
+            UInt(resolved.key) << 1 | 1
         case .chain, .unsupported:
-            key = 0
-            chain = ObjectIdentifier(resolved.keyPath)
+            UInt(bitPattern: ObjectIdentifier(resolved.keyPath))
         }
     }
 }
@@ -513,7 +529,7 @@ final class KVOControllerRecord {
     var strongObject: AnyObject?
     weak var weakObject: AnyObject?
     /// Accessed only under the controller's lock (see ``KVOControllerEntry``).
-    @exclusivity(unchecked) var entries: [KVOControllerKey: KVOControllerEntry] = [:]
+    @exclusivity(unchecked) var entries: [UInt: KVOControllerEntry] = [:]
 
     init(object: AnyObject, retains: Bool) {
         if retains { strongObject = object } else { weakObject = object }
