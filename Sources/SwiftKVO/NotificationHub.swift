@@ -125,16 +125,11 @@ public final class NotificationHub: Sendable {
         let address = Engine.address(of: observer)
         var dead: [EngineToken] = []
         table.withLock { table in
-            // Entries at this address of an observer that died (the new one
-            // reuses its memory) are not this observer's: they go first.
-            var entries = table.entries.removeValue(forKey: address) ?? []
-            Self.takeDead(from: &entries, into: &dead)
-            entries.append(entry)
-            table.entries[address] = entries
+            Self.file(entry, in: &table.entries[address, default: []], dead: &dead)
             if table.entries.count >= table.purgeAt {
                 table.entries = table.entries.compactMapValues { entries in
                     var entries = entries
-                    Self.takeDead(from: &entries, into: &dead)
+                    Self.takeIfDead(&entries, into: &dead)
                     return entries.isEmpty ? nil : entries
                 }
                 table.purgeAt = max(64, table.entries.count * 2)
@@ -147,13 +142,21 @@ public final class NotificationHub: Sendable {
         return registration
     }
 
-    /// Moves the tokens of `entries` whose observer died into `dead`.
-    private static func takeDead(from entries: inout [Entry], into dead: inout [EngineToken]) {
-        entries.removeAll { entry in
-            guard entry.observer == nil else { return false }
-            dead.append(entry.registration.token)
-            return true
-        }
+    /// Appends `entry` to its observer's entries (edited in place). Entries
+    /// there of an observer that died (the new one reuses its memory) are
+    /// not this observer's: they go first, their tokens into `dead`.
+    private static func file(_ entry: Entry, in entries: inout [Entry], dead: inout [EngineToken]) {
+        takeIfDead(&entries, into: &dead)
+        entries.append(entry)
+    }
+
+    /// Empties `entries` into `dead` if their observer died. All entries of
+    /// one address belong to one observer (``file(_:in:dead:)`` keeps it
+    /// so), so the first one answers for all: one weak load.
+    private static func takeIfDead(_ entries: inout [Entry], into dead: inout [EngineToken]) {
+        guard let first = entries.first, first.observer == nil else { return }
+        dead.append(contentsOf: entries.lazy.map(\.registration.token))
+        entries.removeAll()
     }
 
     /// Registers `block` for notifications named `name`, until the returned
