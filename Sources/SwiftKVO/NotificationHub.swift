@@ -35,9 +35,15 @@
 ///   number of registrations, or `true`/`false` for one registration, where
 ///   0 and `false` mean "not found".
 /// - Thread-safe: every method may be called from any thread, also from a block.
-public final class NotificationHub: Sendable {
+///
+/// There is one hub per process, and this type is only a handle to it: a
+/// struct with no stored properties, so that calling through
+/// ``default`` retains and releases nothing (a shared object's reference
+/// count, touched by every post on every thread, would not scale).
+public struct NotificationHub: Sendable {
     /// The process-wide hub.
-    public static let `default` = NotificationHub()
+    @inlinable
+    public static var `default`: NotificationHub { NotificationHub() }
 
     /// A notification name. Create names once (e.g. as static constants): the
     /// name is interned in the engine when created.
@@ -81,9 +87,10 @@ public final class NotificationHub: Sendable {
         weak var observer: AnyObject?
     }
 
-    private let table = LockedState<(entries: [UInt: [Entry]], purgeAt: Int)>(([:], 64))
+    private static let table = LockedState<(entries: [UInt: [Entry]], purgeAt: Int)>(([:], 64))
 
-    private init() {}
+    @usableFromInline
+    init() {}
 
     // MARK: Adding observers
 
@@ -124,7 +131,7 @@ public final class NotificationHub: Sendable {
             objectAddress: sender.object.map { Engine.address(of: $0) } ?? 0, observer: observer)
         let address = Engine.address(of: observer)
         var dead: [EngineToken] = []
-        table.withLock { table in
+        Self.table.withLock { table in
             Self.file(entry, in: &table.entries[address, default: []], dead: &dead)
             if table.entries.count >= table.purgeAt {
                 table.entries = table.entries.compactMapValues { entries in
@@ -220,7 +227,7 @@ public final class NotificationHub: Sendable {
     @discardableResult
     public func removeObserver(_ observer: AnyObject) -> Int {
         let address = Engine.address(of: observer)
-        let entries = table.withLock { $0.entries.removeValue(forKey: address) } ?? []
+        let entries = Self.table.withLock { $0.entries.removeValue(forKey: address) } ?? []
         return entries.count { Engine.unobserve($0.registration.token) == nil }
     }
 
@@ -234,7 +241,7 @@ public final class NotificationHub: Sendable {
         let address = Engine.address(of: observer)
         let objectAddress = object.map { Engine.address(of: $0) }
         var removed: [EngineToken] = []
-        table.withLock { table in
+        Self.table.withLock { table in
             // Taken out and edited in place: the entries are not copied.
             guard var entries = table.entries.removeValue(forKey: address) else { return }
             entries.removeAll { entry in
@@ -255,7 +262,7 @@ public final class NotificationHub: Sendable {
     @discardableResult
     public func removeObserver(_ registration: Registration) -> Bool {
         let removed = Engine.unobserve(registration.token) == nil
-        table.withLock { table in
+        Self.table.withLock { table in
             for (address, entries) in table.entries
             where entries.contains(where: { $0.registration == registration }) {
                 let remaining = entries.filter { $0.registration != registration }
