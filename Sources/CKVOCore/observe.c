@@ -536,15 +536,18 @@ ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token)
 	if (ckvo__in_read_section())
 		return CKVO_EDEADLK;
 	status = ckvo_unobserve(hub, token);
-	if (status != CKVO_OK)
+	if (status != CKVO_OK && status != CKVO_ENOENT)
 		return status;
 
 	/*
 	 * Wait for a grace period: every dispatch that could have loaded the
-	 * observation has then ended. Its release runs here too.
+	 * observation has then ended. Its release runs here too. Also after
+	 * CKVO_ENOENT: a deferred removal may have won the race for this token
+	 * (and the drain under our lock unlinked it), while the callback that
+	 * deferred it is still running.
 	 */
 	ckvo__reclaim_flush(hub);
-	return CKVO_OK;
+	return status;
 }
 
 ckvo_status_t

@@ -90,6 +90,49 @@ import Testing
         #expect(probe.calls == 1)
     }
 
+    @Test func unobserveSyncWaitsForACallbackThatDeferredItsOwnRemoval() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let key = hub.key("value")
+        let token = TokenCell()
+        let deferred = AtomicCounter()
+        let syncStarted = AtomicCounter()
+        let syncReturned = AtomicCounter()
+        let returnedWhileInside = AtomicCounter()
+        let probe = Probe()
+        probe.onChange = { _ in
+            // The callback removes itself the lock-free way first, so the strict
+            // removal that follows finds nothing left to remove.
+            _ = ckvo_unobserve_deferred(raw, token.value)
+            deferred.next()
+            var spins = 0
+            while syncStarted.value == 0 && spins < 50_000_000 { spins += 1 }
+            for _ in 0..<2_000 {
+                if syncReturned.value != 0 { break }
+                yieldThread()
+            }
+            if syncReturned.value != 0 { returnedWhileInside.next() }
+        }
+        token.pointer.pointee = hub.mustObserve(probe, object: fake(0), key: key)
+        let status = Box<ckvo_status_t?>(nil)
+
+        runThreads(2) { index in
+            if index == 0 {
+                _ = announce(ckvo_did_change, raw, fake(0), key)
+            } else {
+                while deferred.value == 0 { yieldThread() }
+                syncStarted.next()
+                status.value = ckvo_unobserve_sync(raw, token.value)
+                syncReturned.next()
+            }
+        }
+
+        #expect(status.value == CKVO_ENOENT)
+        #expect(returnedWhileInside.value == 0, "ckvo_unobserve_sync returned while the callback ran")
+        #expect(hub.flush() == CKVO_OK)
+        #expect(probe.releases == 1)
+    }
+
     @Test func flushInsideCallbackReportsDeadlock() {
         let hub = TestHub()
         let raw = hub.raw

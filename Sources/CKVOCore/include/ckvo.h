@@ -284,7 +284,10 @@ CKVO_EXPORT ckvo_status_t ckvo_unobserve(ckvo_hub_t *hub, ckvo_token_t token);
 
 /*
  * Like ckvo_unobserve, then waits until no dispatch on any thread can still
- * be calling the observation's callback. Returns CKVO_EDEADLK, removing
+ * be calling the observation's callback. It waits also when it returns
+ * CKVO_ENOENT: the token may have been removed an instant earlier by
+ * another call (e.g. a callback's ckvo_unobserve_deferred on its own token),
+ * whose dispatch may still be running. Returns CKVO_EDEADLK, removing
  * nothing, when called from inside a callback (it would wait for itself).
  */
 CKVO_EXPORT ckvo_status_t ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token);
