@@ -300,15 +300,19 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
 
     /// The removal of `entry`, decided under the lock.
     private static func removal(of entry: Entry) -> Removal {
-        entry.detach()
+        // The box is read before the entry is marked detached: until then its
+        // release waits for this lock (`forget()`), so it is still alive.
+        let token = entry.box?.token ?? 0
+        defer { entry.detach() }
         if entry.registering {
             entry.cancelled = true
             // The registering thread (an initial callback) already has the
             // token; another thread leaves the removal to it.
-            let token = entry.thread == currentThreadID() ? entry.box?.token : nil
-            return Removal(token: token ?? 0, chain: nil, cancelsRegistration: true)
+            return Removal(
+                token: entry.thread == currentThreadID() ? token : 0, chain: nil,
+                cancelsRegistration: true)
         }
-        return Removal(token: entry.box?.token ?? 0, chain: entry.chain, cancelsRegistration: false)
+        return Removal(token: token, chain: entry.chain, cancelsRegistration: false)
     }
 
     // MARK: Internals
@@ -383,11 +387,16 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         let address = Engine.address(of: object)
         let keyID = KVOControllerKey.of(resolved)
         let entry = Entry(box: nil, thread: currentThreadID(), address: address, key: keyID, records: records)
+        // A dead object's record displaced at a reused address is released
+        // after the lock, as in `register` (its entries' tokens end chains,
+        // which runs engine writers and their release callbacks).
+        var released: ObjectRecord?
         let duplicate: Bool = records.withLock { records in
             let current: ObjectRecord
             if let existing = records[address], existing.object === object {
                 current = existing
             } else {
+                released = records[address]
                 current = ObjectRecord(object: object, retains: retainsObserved)
             }
             if current.entries[keyID] != nil { return true }
@@ -395,6 +404,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             records[address] = current
             return false
         }
+        withExtendedLifetime(released) {}
         if duplicate { return .alreadyObserving }
         let token = object.observe(keyPath, options: options) { [weak self] object, change in
             guard let self else { return }
@@ -480,8 +490,10 @@ final class KVOControllerEntry: @unchecked Sendable {
         self.records = records
     }
 
-    /// Marks the entry as taken out of the table (under the lock).
-    func detach() { detached.store(true, ordering: .relaxed) }
+    /// Marks the entry as taken out of the table, under the lock and after
+    /// the last read of its box: `forget()` then returns without the lock,
+    /// and the box may be freed.
+    func detach() { detached.store(true, ordering: .releasing) }
 
     /// Removes the entry from the table if it is still there, once the engine
     /// released its box. Runs where the engine releases observations (after a
@@ -490,7 +502,7 @@ final class KVOControllerEntry: @unchecked Sendable {
     /// with it goes a retained observed object, whose deinit may call back
     /// into the controller.
     func forget() {
-        guard !detached.load(ordering: .relaxed) else { return }
+        guard !detached.load(ordering: .acquiring) else { return }
         let released: KVOControllerRecord? = records.withLock { records in
             guard let record = records[address], record.entries[key] === self else { return nil }
             record.entries[key] = nil
