@@ -23,6 +23,8 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         var headToken: EngineToken = 0
         /// Tokens of the links below the root.
         var tailTokens: [EngineToken] = []
+        /// Counts installed tails (see `replaceTail`).
+        var tailGeneration = 0
         /// Old values read at prior time, per thread (a stack: nested changes).
         var pendingOld: [(thread: UInt, old: Value?)] = []
     }
@@ -181,24 +183,37 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
 
     /// Moves the observations below the root to the current intermediates.
     ///
-    /// Reading the links, registering them and installing their tokens
-    /// happen under the chain's lock, so the tail installed last is the one
-    /// read last: a replacement racing with the registration or with another
-    /// replacement can neither leave the tail on a stale intermediate nor
-    /// install tokens the chain would never remove. (Lock order: chain, then
-    /// engine; no engine path takes a chain's lock.)
+    /// The links are read and registered outside the chain's lock (an
+    /// engine writer runs release callbacks, i.e. user deinits, on the
+    /// calling thread, and one may end this very chain), and installed only
+    /// if no other tail was installed since they were read; otherwise they
+    /// are removed and read again. So the tail installed last was read after
+    /// every earlier installation: a replacement racing with the
+    /// registration or with another replacement can neither leave the tail
+    /// on a stale intermediate nor install tokens the chain would never
+    /// remove.
     private func replaceTail(_ root: Root) {
-        let stale: [EngineToken] = state.withLock { state in
-            guard state.active else { return [] }
+        while true {
+            guard let generation = state.withLock({ $0.active ? $0.tailGeneration : nil }) else {
+                return
+            }
             let links = KeyPathRegistry.links(of: keyPath, on: root)
             let fresh = !links.isEmpty && links[0].object === root ? registerTail(links) : []
-            defer { state.tailTokens = fresh }
-            return state.tailTokens
+            let (stale, installed): ([EngineToken], Bool) = state.withLock { state in
+                guard state.active else { return (fresh, true) }  // ended meanwhile
+                guard state.tailGeneration == generation else { return (fresh, false) }
+                state.tailGeneration += 1
+                defer { state.tailTokens = fresh }
+                return (state.tailTokens, true)
+            }
+            for token in stale { Engine.unobserve(token) }
+            if installed { return }
         }
-        for token in stale { Engine.unobserve(token) }
     }
 
-    var isActive: Bool { state.withLock { $0.active } }
+    /// Whether the chain still observes: not ended, and its root alive (a
+    /// dead root's observations went with it).
+    var isActive: Bool { state.withLock { $0.active } && root != nil }
 
     private func takeTokens() -> [EngineToken] {
         state.withLock { state in

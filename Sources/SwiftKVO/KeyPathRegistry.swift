@@ -20,8 +20,10 @@
 //   - two or more records starting at the object whose key paths, appended,
 //     are the user's: a key-path chain (`\.account.name` reads `_account` on
 //     the document, then `_name` on the account);
-//   - an optional chain (`\.account?.name`), whose records must at least
-//     follow one another from object to object;
+//   - an optional chain (`\.account?.name`), or a chain through an
+//     existential or a `!` link, whose components cannot be rebuilt to
+//     compare: its records must at least follow one another from object to
+//     object;
 //   - anything else, e.g. a computed property that reads wrapped properties:
 //     unsupported (reads alone cannot tell it from what it reads).
 // Results are cached per key path, under a lock, on the registration path
@@ -294,11 +296,14 @@ enum KeyPathRegistry {
                 kind: .dependent, keyPath: keyPath, key: dependent.key, property: nil)
         } else {
             let records = Probe.run { _ = object[keyPath: keyPath] }
-            if records.count == 1, records[0].object === object, denotes(records, keyPath) {
+            if records.count == 1, records[0].object === object, denotes(records, keyPath) == true {
                 resolved = ResolvedKeyPath(
                     kind: .property, keyPath: keyPath, key: records[0].property.key,
                     property: records[0].property)
-            } else if records.count >= 2, records[0].object === object, denotes(records, keyPath) {
+            } else if records.count >= 2, records[0].object === object,
+                denotes(records, keyPath)
+                    ?? (isLinked(records) && records.last!.property.valueType == Value.self)
+            {
                 resolved = ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil)
             } else if let optional = Value.self as? any OptionalValue.Type, !records.isEmpty,
                 records[0].object === object, isLinked(records),
@@ -381,15 +386,19 @@ enum KeyPathRegistry {
     /// module's subclass key paths) lets `\SavingsAccount.name` match the
     /// `\BaseAccount.name` its wrapper reports.
     ///
+    /// `nil` when that cannot be told: a link whose root is not the class the
+    /// previous link's type names (an existential, or an optional unwrapped
+    /// with `!`), whose key path components cannot be rebuilt to compare.
+    ///
     /// The links are appended from the leaf up (`a.appending(b.appending(c))`):
     /// `a.appending(b).appending(c)` does not compare equal to the literal
     /// `\A.b.c` (`==` also compares the reference-prefix marks, which that
     /// order sets differently).
-    private static func denotes(_ records: [ProbeRecord], _ keyPath: AnyKeyPath) -> Bool {
+    private static func denotes(_ records: [ProbeRecord], _ keyPath: AnyKeyPath) -> Bool? {
         var links: [AnyKeyPath] = []
         var root = type(of: keyPath).rootType
         for record in records {
-            guard let link = rerooted(record.keyPath, at: root) else { return false }
+            guard let link = rerooted(record.keyPath, at: root) else { return nil }
             links.append(link)
             root = type(of: link).valueType
         }

@@ -172,6 +172,19 @@ final class Box<Value>: KeyValueObservable, @unchecked Sendable {
     init(_ value: Value) { self.value = value }
 }
 
+/// Something with a name, held as an existential by `NamedHolder`.
+protocol Named: AnyObject {
+    var name: String { get }
+}
+
+extension Account: Named {}
+
+final class NamedHolder: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var item: any Named
+    init(item: any Named) { self.item = item }
+}
+
 final class Folder: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
     @Observed var account: Account? = nil

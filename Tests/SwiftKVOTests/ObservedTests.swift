@@ -661,6 +661,45 @@ import Testing
     }
 }
 
+@Suite struct ChainSpellingTests {
+    @Test func chainThroughAnExistentialIntermediateIsObserved() {
+        let first = Account(name: "a")
+        let holder = NamedHolder(item: first)
+        let log = Log<String>()
+        let token = holder.observe(\.item.name, options: [.old, .new]) { _, change in
+            log.append("\(change.oldValue ?? "-")→\(change.newValue ?? "-")")
+        }
+        #expect(token.error == nil)
+        first.name = "b"
+        holder.item = Account(name: "c")
+        #expect(log.values == ["a→b", "b→c"])
+        token.invalidate()
+    }
+
+    @Test func chainThroughAForceUnwrappedLinkIsObserved() {
+        let folder = Folder()
+        folder.account = Account(name: "a")
+        let log = Log<String>()
+        let token = folder.observe(\.account!.name, options: .new) { _, change in
+            log.append(change.newValue ?? "-")
+        }
+        #expect(token.error == nil)
+        folder.account?.name = "b"
+        folder.account = Account(name: "c")
+        #expect(log.values == ["b", "c"])
+        token.invalidate()
+    }
+
+    @Test func invalidatingAChainWhoseRootDiedReportsNotFound() {
+        var document: Document? = Document(account: Account(name: "a"))
+        let token = document!.observe(\.account.name) { _, _ in }
+        #expect(token.isValid)
+        document = nil
+        #expect(!token.isValid)
+        #expect(!token.invalidate())
+    }
+}
+
 @Suite struct OptionalChainTests {
     @Test func optionalChainFollowsTheLinkAppearingAndDisappearing() {
         let folder = Folder()
