@@ -227,7 +227,15 @@ public struct NotificationHub: Sendable {
     @discardableResult
     public func removeObserver(_ observer: AnyObject) -> Int {
         let address = Engine.address(of: observer)
-        let entries = Self.table.withLock { $0.entries.removeValue(forKey: address) } ?? []
+        var dead: [EngineToken] = []
+        let entries: [Entry] = Self.table.withLock { table in
+            guard var entries = table.entries.removeValue(forKey: address) else { return [] }
+            Self.takeIfDead(&entries, into: &dead)
+            return entries
+        }
+        // Entries of a dead observer whose memory `observer` reuses are not
+        // its registrations: removed, not counted.
+        for token in dead { Engine.unobserve(token) }
         return entries.count { Engine.unobserve($0.registration.token) == nil }
     }
 
@@ -241,9 +249,11 @@ public struct NotificationHub: Sendable {
         let address = Engine.address(of: observer)
         let objectAddress = object.map { Engine.address(of: $0) }
         var removed: [EngineToken] = []
+        var dead: [EngineToken] = []
         Self.table.withLock { table in
             // Taken out and edited in place: the entries are not copied.
             guard var entries = table.entries.removeValue(forKey: address) else { return }
+            Self.takeIfDead(&entries, into: &dead)  // a dead observer's, at a reused address
             entries.removeAll { entry in
                 guard entry.name == name, objectAddress == nil || entry.objectAddress == objectAddress
                 else { return false }
@@ -252,6 +262,7 @@ public struct NotificationHub: Sendable {
             }
             if !entries.isEmpty { table.entries[address] = entries }
         }
+        for token in dead { Engine.unobserve(token) }
         return removed.count { Engine.unobserve($0) == nil }
     }
 

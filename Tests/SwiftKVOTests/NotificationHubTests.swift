@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import SwiftKVO
 
@@ -241,5 +242,27 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         flushReleases()
         #expect(released.count == 1)
         for other in others { hub.removeObserver(other) }
+    }
+
+    @Test func aNewObserverAtADeadOnesAddressIsNotCreditedWithItsRegistrations() {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        var reused = 0
+        for _ in 0..<100 where reused < 5 {
+            var address: UInt = 0
+            do {
+                let dead = Observer()
+                address = Engine.address(of: dead)
+                hub.addObserver(dead, name: name) { _, _ in }
+            }  // dies; nothing posts `name`, so its registration stays filed
+            let newcomer = Observer()  // often gets the dead one's memory
+            guard Engine.address(of: newcomer) == address else { continue }
+            reused += 1
+            #expect(hub.removeObserver(newcomer) == 0)
+            #expect(hub.removeObserver(newcomer, name: name) == 0)
+        }
+        // The allocator under AddressSanitizer quarantines freed memory.
+        #expect(reused > 0 || getenv("SWIFTKVO_SANITIZER") != nil, "no address was reused")
+        #expect(!Engine.hasObservers(name.probe))
     }
 }
