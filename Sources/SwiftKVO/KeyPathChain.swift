@@ -227,8 +227,12 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         }
     }
 
-    func cancel() {
-        for token in takeTokens() { Engine.unobserve(token) }
+    func cancel() -> Bool {
+        let tokens = takeTokens()
+        guard !tokens.isEmpty else { return false }  // ended before
+        let rootAlive = root != nil  // a dead root's observations went with it
+        for token in tokens { Engine.unobserve(token) }
+        return rootAlive
     }
 
     func cancelAndWait() throws(KVOError) {

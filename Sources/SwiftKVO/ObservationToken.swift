@@ -11,9 +11,6 @@ public final class ObservationToken: Sendable {
     private let engineToken: Atomic<UInt64>
     /// Composite observations (key-path chains) own several engine tokens.
     private let composite: (any CompositeObservation)?
-    /// Whether a composite observation was ended through this token, so that
-    /// exactly one call reports the removal.
-    private let compositeEnded = Atomic<Bool>(false)
     private let failure: KVOError?
 
     @usableFromInline
@@ -59,12 +56,7 @@ public final class ObservationToken: Sendable {
     ///   already removed because the observed object died. Never crashes.
     @discardableResult
     public func invalidate() -> Bool {
-        if let composite {
-            guard !compositeEnded.exchange(true, ordering: .acquiringAndReleasing) else { return false }
-            let wasActive = composite.isActive
-            composite.cancel()
-            return wasActive
-        }
+        if let composite { return composite.cancel() }
         let token = engineToken.exchange(0, ordering: .acquiringAndReleasing)
         return token != 0 && Engine.unobserve(token) == nil
     }
@@ -80,7 +72,6 @@ public final class ObservationToken: Sendable {
     ///   without waiting in that case, and still throws.)
     public func invalidateAndWait() throws(KVOError) {
         if let composite {
-            compositeEnded.store(true, ordering: .releasing)
             try composite.cancelAndWait()
             return
         }
@@ -106,6 +97,7 @@ public final class ObservationToken: Sendable {
 /// An observation made of several engine registrations.
 protocol CompositeObservation: AnyObject, Sendable {
     var isActive: Bool { get }
-    func cancel()
+    /// Ends the observation; whether this call ended a live one.
+    func cancel() -> Bool
     func cancelAndWait() throws(KVOError)
 }

@@ -51,84 +51,25 @@ import Testing
 
     @Test func unobserveSyncWaitsForACallbackRunningOnAnotherThread() {
         let hub = TestHub()
-        let raw = hub.raw
-        let key = hub.key("value")
-        let token = TokenCell()
-        let entered = AtomicCounter()
-        let syncStarted = AtomicCounter()
-        let syncReturned = AtomicCounter()
-        let returnedWhileInside = AtomicCounter()
         let probe = Probe()
-        probe.onChange = { _ in
-            entered.next()
-            // Stay inside until the strict unobserve has started, then a while longer, so a
-            // sync that does not wait would return while this callback is still running.
-            var spins = 0
-            while syncStarted.value == 0 && spins < 50_000_000 { spins += 1 }
-            for _ in 0..<2_000 {
-                if syncReturned.value != 0 { break }
-                yieldThread()
-            }
-            if syncReturned.value != 0 { returnedWhileInside.next() }
-        }
-        token.pointer.pointee = hub.mustObserve(probe, object: fake(0), key: key)
-        let status = Box<ckvo_status_t?>(nil)
+        let outcome = strictRemovalDuringCallback(hub, probe) { _ in }
 
-        runThreads(2) { index in
-            if index == 0 {
-                _ = announce(ckvo_did_change, raw, fake(0), key)
-            } else {
-                while entered.value == 0 { yieldThread() }
-                syncStarted.next()
-                status.value = ckvo_unobserve_sync(raw, token.value)
-                syncReturned.next()
-            }
-        }
-
-        #expect(status.value == CKVO_OK)
-        #expect(returnedWhileInside.value == 0, "ckvo_unobserve_sync returned while the callback ran")
+        #expect(outcome.status == CKVO_OK)
+        #expect(!outcome.returnedWhileInside, "ckvo_unobserve_sync returned while the callback ran")
         #expect(probe.calls == 1)
     }
 
     @Test func unobserveSyncWaitsForACallbackThatDeferredItsOwnRemoval() {
         let hub = TestHub()
-        let raw = hub.raw
-        let key = hub.key("value")
-        let token = TokenCell()
-        let deferred = AtomicCounter()
-        let syncStarted = AtomicCounter()
-        let syncReturned = AtomicCounter()
-        let returnedWhileInside = AtomicCounter()
         let probe = Probe()
-        probe.onChange = { _ in
-            // The callback removes itself the lock-free way first, so the strict
-            // removal that follows finds nothing left to remove.
-            _ = ckvo_unobserve_deferred(raw, token.value)
-            deferred.next()
-            var spins = 0
-            while syncStarted.value == 0 && spins < 50_000_000 { spins += 1 }
-            for _ in 0..<2_000 {
-                if syncReturned.value != 0 { break }
-                yieldThread()
-            }
-            if syncReturned.value != 0 { returnedWhileInside.next() }
-        }
-        token.pointer.pointee = hub.mustObserve(probe, object: fake(0), key: key)
-        let status = Box<ckvo_status_t?>(nil)
-
-        runThreads(2) { index in
-            if index == 0 {
-                _ = announce(ckvo_did_change, raw, fake(0), key)
-            } else {
-                while deferred.value == 0 { yieldThread() }
-                syncStarted.next()
-                status.value = ckvo_unobserve_sync(raw, token.value)
-                syncReturned.next()
-            }
+        // The callback removes itself the lock-free way first, so the strict
+        // removal that follows finds nothing left to remove.
+        let outcome = strictRemovalDuringCallback(hub, probe) { token in
+            _ = ckvo_unobserve_deferred(hub.raw, token)
         }
 
-        #expect(status.value == CKVO_ENOENT)
-        #expect(returnedWhileInside.value == 0, "ckvo_unobserve_sync returned while the callback ran")
+        #expect(outcome.status == CKVO_ENOENT)
+        #expect(!outcome.returnedWhileInside, "ckvo_unobserve_sync returned while the callback ran")
         #expect(hub.flush() == CKVO_OK)
         #expect(probe.releases == 1)
     }
@@ -166,4 +107,47 @@ import Testing
         #expect(probe.calls == 2)
         #expect(hub.stats().observations == 1)
     }
+}
+
+/// Registers `probe` on `hub`, dispatches a change to it on one thread and,
+/// once its callback has run `first` (with the observation's token), calls
+/// `ckvo_unobserve_sync` on another. The callback stays inside until that
+/// strict removal has started, then a while longer, so a removal that does
+/// not wait returns while the callback is still running. Returns the
+/// removal's status and whether it returned while the callback ran.
+private func strictRemovalDuringCallback(
+    _ hub: TestHub, _ probe: Probe, first: @escaping (ckvo_token_t) -> Void
+) -> (status: ckvo_status_t?, returnedWhileInside: Bool) {
+    let raw = hub.raw
+    let key = hub.key("value")
+    let token = TokenCell()
+    let entered = AtomicCounter()
+    let syncStarted = AtomicCounter()
+    let syncReturned = AtomicCounter()
+    let returnedWhileInside = AtomicCounter()
+    probe.onChange = { _ in
+        first(token.value)
+        entered.next()
+        var spins = 0
+        while syncStarted.value == 0 && spins < 50_000_000 { spins += 1 }
+        for _ in 0..<2_000 {
+            if syncReturned.value != 0 { break }
+            yieldThread()
+        }
+        if syncReturned.value != 0 { returnedWhileInside.next() }
+    }
+    token.pointer.pointee = hub.mustObserve(probe, object: fake(0), key: key)
+    let status = Box<ckvo_status_t?>(nil)
+
+    runThreads(2) { index in
+        if index == 0 {
+            _ = announce(ckvo_did_change, raw, fake(0), key)
+        } else {
+            while entered.value == 0 { yieldThread() }
+            syncStarted.next()
+            status.value = ckvo_unobserve_sync(raw, token.value)
+            syncReturned.next()
+        }
+    }
+    return (status.value, returnedWhileInside.value != 0)
 }
