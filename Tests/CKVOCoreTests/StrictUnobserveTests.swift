@@ -52,7 +52,7 @@ import Testing
     @Test func unobserveSyncWaitsForACallbackRunningOnAnotherThread() {
         let hub = TestHub()
         let probe = Probe()
-        let outcome = strictRemovalDuringCallback(hub, probe) { _ in }
+        let outcome = strictRemovalDuringCallback(hub, probe) { _, _ in }
 
         #expect(outcome.status == CKVO_OK)
         #expect(!outcome.returnedWhileInside, "ckvo_unobserve_sync returned while the callback ran")
@@ -64,8 +64,8 @@ import Testing
         let probe = Probe()
         // The callback removes itself the lock-free way first, so the strict
         // removal that follows finds nothing left to remove.
-        let outcome = strictRemovalDuringCallback(hub, probe) { token in
-            _ = ckvo_unobserve_deferred(hub.raw, token)
+        let outcome = strictRemovalDuringCallback(hub, probe) { raw, token in
+            _ = ckvo_unobserve_deferred(raw, token)
         }
 
         #expect(outcome.status == CKVO_ENOENT)
@@ -110,13 +110,14 @@ import Testing
 }
 
 /// Registers `probe` on `hub`, dispatches a change to it on one thread and,
-/// once its callback has run `first` (with the observation's token), calls
+/// once its callback has run `first` (with the hub and the observation's
+/// token; capturing `hub` would make a cycle through `probe`), calls
 /// `ckvo_unobserve_sync` on another. The callback stays inside until that
 /// strict removal has started, then a while longer, so a removal that does
 /// not wait returns while the callback is still running. Returns the
 /// removal's status and whether it returned while the callback ran.
 private func strictRemovalDuringCallback(
-    _ hub: TestHub, _ probe: Probe, first: @escaping (ckvo_token_t) -> Void
+    _ hub: TestHub, _ probe: Probe, first: @escaping (OpaquePointer, ckvo_token_t) -> Void
 ) -> (status: ckvo_status_t?, returnedWhileInside: Bool) {
     let raw = hub.raw
     let key = hub.key("value")
@@ -126,7 +127,7 @@ private func strictRemovalDuringCallback(
     let syncReturned = AtomicCounter()
     let returnedWhileInside = AtomicCounter()
     probe.onChange = { _ in
-        first(token.value)
+        first(raw, token.value)
         entered.next()
         var spins = 0
         while syncStarted.value == 0 && spins < 50_000_000 { spins += 1 }
