@@ -38,11 +38,12 @@ final class KVOControllerBenchObserver: @unchecked Sendable {
     func observe(_ subject: KVOControllerBenchSubject, style: KVOControllerStyle) {
         switch style {
         case .block:
-            kvo.observe(subject, \.value, options: .new) { observer, _, _ in
+            // A fixture's key path: registration cannot be refused.
+            try! kvo.observe(subject, \.value, options: .new) { observer, _, _ in
                 observerDidChange(observer.work)
             }
         case .targetAction:
-            kvo.observe(subject, \.value, options: .new, action: KVOControllerBenchObserver.valueDidChange)
+            try! kvo.observe(subject, \.value, options: .new, action: KVOControllerBenchObserver.valueDidChange)
         }
     }
 

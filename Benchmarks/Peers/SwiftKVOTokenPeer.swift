@@ -29,7 +29,8 @@ struct SwiftKVOTokenPeer: FixtureFactories {
     }
 
     static func observe(_ subject: Subject, observer: BenchObserver) -> ObservationToken {
-        subject.observe(\.value, options: .new) { [observer] _, _ in
+        // A fixture's key path: registration cannot be refused.
+        try! subject.observe(\.value, options: .new) { [observer] _, _ in
             observerDidChange(observer)
         }
     }

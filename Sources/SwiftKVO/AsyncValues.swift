@@ -15,20 +15,24 @@ extension KeyValueObservable {
     ///
     /// - Parameters:
     ///   - keyPath: An observable key path (see ``observe(_:options:changeHandler:)``).
-    ///     For an unsupported key path the sequence is empty.
     ///   - bufferingPolicy: How many undelivered values to keep.
+    /// - Throws: The refusals of ``observe(_:options:changeHandler:)``
+    ///   (``KVOError/unsupportedKeyPath`` and the like), at the call, not as
+    ///   an empty sequence.
     public func values<Value: Sendable>(
         for keyPath: KeyPath<Self, Value>,
         bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded
-    ) -> AsyncStream<Value> {
+    ) throws(KVOError) -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: Value.self, bufferingPolicy: bufferingPolicy)
-        let token = observe(keyPath, options: [.initial, .new]) { _, change in
-            if let value = change.newValue { continuation.yield(value) }
-        }
-        guard token.error == nil else {
+        let token: ObservationToken
+        do {
+            token = try observe(keyPath, options: [.initial, .new]) { _, change in
+                if let value = change.newValue { continuation.yield(value) }
+            }
+        } catch {
             continuation.finish()
-            return stream
+            throw error
         }
         let registrar = kvoRegistrar
         let handler = registrar.addDeathHandler { continuation.finish() }
@@ -51,18 +55,21 @@ extension NotificationHub {
     ///   - name: The notification name.
     ///   - object: The sender to listen to; `nil` for every sender.
     ///   - bufferingPolicy: How many undelivered notifications to keep.
+    /// - Throws: As ``addObserver(forName:object:using:)``, at the call.
     public func notifications(
         named name: Name, object: AnyObject? = nil,
         bufferingPolicy: AsyncStream<HubNotification>.Continuation.BufferingPolicy = .unbounded
-    ) -> AsyncStream<HubNotification> {
+    ) throws(KVOError) -> AsyncStream<HubNotification> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: HubNotification.self, bufferingPolicy: bufferingPolicy)
-        let token = addObserver(forName: name, object: object) { note in
-            continuation.yield(note)
-        }
-        guard token.error == nil else {
+        let token: ObservationToken
+        do {
+            token = try addObserver(forName: name, object: object) { note in
+                continuation.yield(note)
+            }
+        } catch {
             continuation.finish()
-            return stream
+            throw error
         }
         let registrar = (object as? any KeyValueObservable)?.kvoRegistrar
         let handler = registrar?.addDeathHandler { continuation.finish() }

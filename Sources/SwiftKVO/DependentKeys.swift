@@ -7,6 +7,16 @@
 // state bit `hasDependents`) that `fullName` depends on it, and then
 // announces will/did for `fullName` around its own change, with fullName's
 // value read before and after — the way Apple KVO does it.
+//
+// Dependencies are transitive, as in Apple KVO: `greeting` declared from
+// `fullName` is announced when `firstName` changes, and when `fullName` is
+// announced manually. A dependent key computed, through other dependent
+// keys, from itself is refused at registration (`KVOError.dependencyCycle`);
+// setters never follow such a cycle.
+//
+// Engine keys are interned outside the lock: a dependent key's name is a
+// function of its declaration, so two threads racing to create one intern
+// the same key.
 
 import Synchronization
 
@@ -17,11 +27,14 @@ class DependentKey: @unchecked Sendable {
     /// The key's probe: whether anybody observes it at all, in one load.
     let probe: EngineProbe
     let keyPath: AnyKeyPath
+    /// The type of the values its changes carry.
+    let valueType: Any.Type
 
-    init(key: EngineKey, keyPath: AnyKeyPath) {
+    init(key: EngineKey, keyPath: AnyKeyPath, valueType: Any.Type) {
         self.key = key
         self.probe = Engine.probe(of: key)
         self.keyPath = keyPath
+        self.valueType = valueType
     }
 
     /// Prior notification; returns (observed, old value).
@@ -36,7 +49,7 @@ final class TypedDependentKey<Root, Value>: DependentKey, @unchecked Sendable {
 
     init(key: EngineKey, keyPath: KeyPath<Root, Value>) {
         self.typedKeyPath = keyPath
-        super.init(key: key, keyPath: keyPath)
+        super.init(key: key, keyPath: keyPath, valueType: Value.self)
     }
 
     private func read(_ object: AnyObject) -> Value? {
@@ -95,7 +108,6 @@ enum Dependencies {
     private struct State {
         var keys: [AnyKeyPath: DependentKey] = [:]
         var dependents: [ClassKey: [DependentKey]] = [:]
-        var counter = 0
     }
 
     private static let state = LockedState(State())
@@ -105,53 +117,97 @@ enum Dependencies {
     /// `\Base.fullName` (the same components under another root, see
     /// `KeyPathRegistry.rerooted`), so both reach one key and one set of
     /// observers.
+    ///
+    /// - Throws: ``KVOError/dependencyCycle`` if the key is computed,
+    ///   through other dependent keys, from itself.
     static func dependentKey<Root: KeyValueObservable>(
         for keyPath: AnyKeyPath, on object: Root
-    ) -> DependentKey? {
+    ) throws(KVOError) -> DependentKey? {
         if let existing = state.withLock({ $0.keys[keyPath] }) { return existing }
-        let declared = type(of: object).dependentKeyPaths.keys
-        if !declared.contains(keyPath) {
-            let root = type(of: keyPath).rootType
-            guard
-                let declaration = declared.first(where: {
-                    KeyPathRegistry.rerooted($0, at: root) == keyPath
-                }),
-                let dependent = dependentKey(for: declaration, on: object)
-            else { return nil }
-            return state.withLock { state in
-                if let existing = state.keys[keyPath] { return existing }
-                state.keys[keyPath] = dependent
-                return dependent
-            }
+        let declared = type(of: object).dependentKeyPaths
+        guard let declaration = self.declaration(of: keyPath, in: declared) else { return nil }
+        if isCyclic(declaration, in: declared) { throw .dependencyCycle }
+        let dependent: DependentKey
+        if declaration != keyPath {
+            guard let declared = try dependentKey(for: declaration, on: object) else { return nil }
+            dependent = declared
+        } else {
+            guard let maker = keyPath as? any DependentKeyMaking else { return nil }
+            let name =
+                "swift-dependent:\(String(reflecting: Root.self))@"
+                + String(UInt(bitPattern: ObjectIdentifier(Root.self)), radix: 16)
+                + ":\(keyPath.debugDescription)"
+            let key = Engine.intern(name)
+            guard key != 0 else { throw .outOfMemory }
+            dependent = maker.makeDependentKey(key: key)
         }
-        guard let maker = keyPath as? any DependentKeyMaking else { return nil }
         return state.withLock { state in
             if let existing = state.keys[keyPath] { return existing }
-            state.counter += 1
-            let name = "swift-dependent:\(String(reflecting: Root.self)).#\(state.counter)"
-            let dependent = maker.makeDependentKey(key: Engine.intern(name))
             state.keys[keyPath] = dependent
             return dependent
         }
     }
 
-    /// The dependent keys computed from `key` on `object`'s class.
+    /// The declared dependent key path `keyPath` denotes: itself, or the
+    /// declaration it reroots (a subclass's key path of a base class's key).
+    private static func declaration(
+        of keyPath: AnyKeyPath, in declared: [AnyKeyPath: [AnyKeyPath]]
+    ) -> AnyKeyPath? {
+        if declared[keyPath] != nil { return keyPath }
+        let root = type(of: keyPath).rootType
+        return declared.keys.first { KeyPathRegistry.rerooted($0, at: root) == keyPath }
+    }
+
+    /// Whether the declared key `start` is computed, through declared
+    /// dependent keys, from itself.
+    private static func isCyclic(
+        _ start: AnyKeyPath, in declared: [AnyKeyPath: [AnyKeyPath]]
+    ) -> Bool {
+        var visited: Set<AnyKeyPath> = []
+        var pending = declared[start] ?? []
+        while let source = pending.popLast() {
+            guard let next = declaration(of: source, in: declared) else { continue }
+            if next == start { return true }
+            if visited.insert(next).inserted { pending += declared[next] ?? [] }
+        }
+        return false
+    }
+
+    /// The engine key a declared source denotes on `object`: a dependent
+    /// key's, or a property's; `nil` for anything else (or a cyclic key).
+    private static func sourceKey<Root: KeyValueObservable>(
+        _ source: AnyKeyPath, on object: Root
+    ) -> EngineKey? {
+        if let dependent = try? dependentKey(for: source, on: object) { return dependent.key }
+        let links = KeyPathRegistry.links(of: source, on: object)
+        return links.count == 1 && links[0].object === object ? links[0].property.key : nil
+    }
+
+    /// The dependent keys computed from `key` on `object`'s class, directly
+    /// or through other dependent keys, each once: direct ones first.
     static func dependents<Root: KeyValueObservable>(
         of key: EngineKey, on object: Root
     ) -> [DependentKey] {
         let classKey = ClassKey(type: ObjectIdentifier(type(of: object)), key: key)
         if let cached = state.withLock({ $0.dependents[classKey] }) { return cached }
+        let declared = type(of: object).dependentKeyPaths
         var found: [DependentKey] = []
-        for (dependent, sources) in type(of: object).dependentKeyPaths {
-            let matches = sources.contains { source in
-                let links = KeyPathRegistry.links(of: source, on: object)
-                return links.count == 1 && links[0].property.key == key
+        var reached: Set<EngineKey> = [key]
+        var frontier = [key]
+        while !frontier.isEmpty {
+            var next: [DependentKey] = []
+            for (dependent, sources) in declared {
+                guard sources.contains(where: { source in
+                    sourceKey(source, on: object).map(frontier.contains) ?? false
+                }), let dependentKey = try? dependentKey(for: dependent, on: object),
+                    reached.insert(dependentKey.key).inserted
+                else { continue }
+                next.append(dependentKey)
             }
-            if matches, let dependentKey = dependentKey(for: dependent, on: object) {
-                found.append(dependentKey)
-            }
+            next.sort { $0.key < $1.key }
+            found += next
+            frontier = next.map(\.key)
         }
-        found.sort { $0.key < $1.key }
         return state.withLock { state in
             if let cached = state.dependents[classKey] { return cached }
             state.dependents[classKey] = found

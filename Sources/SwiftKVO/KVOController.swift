@@ -97,29 +97,31 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     /// on every change.
     ///
     /// - Parameters:
-    ///   - object: The observed object; `nil` is a no-op (returns ``KVOError/invalidArgument``).
+    ///   - object: The observed object.
     ///   - keyPath: An observable key path (see ``KeyValueObservable/observe(_:options:changeHandler:)``).
     ///   - options: What changes carry; `.initial` calls the block during this call.
     ///   - block: Called synchronously on the changing thread while the observer lives.
-    /// - Returns: `nil` on success; ``KVOError/alreadyObserving`` if this
-    ///   controller already observes `keyPath` of `object` (nothing changes);
-    ///   ``KVOError/unsupportedKeyPath`` for a key path that cannot be observed.
+    /// - Returns: `true` if the observation was made; `false` ("already
+    ///   observing") if this controller already observes `keyPath` of
+    ///   `object`: nothing changes, as in KVOController.
+    /// - Throws: ``KVOError/invalidArgument`` for a `nil` object; the
+    ///   refusals of ``KeyValueObservable/observe(_:options:changeHandler:)``
+    ///   (``KVOError/unsupportedKeyPath`` and the like). Nothing is
+    ///   registered then.
     @inlinable
     @discardableResult
     public func observe<Object: KeyValueObservable, Value>(
         _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
         block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
-    ) -> KVOError? {
-        guard let object else { return .invalidArgument }
-        let resolved = KeyPathRegistry.resolve(keyPath, on: object)
-        guard resolved.kind == .property || resolved.kind == .dependent else {
-            return resolved.kind == .chain
-                ? observeChain(object, keyPath, resolved: resolved, options: options, block: block)
-                : .unsupportedKeyPath
+    ) throws(KVOError) -> Bool {
+        guard let object else { throw .invalidArgument }
+        let resolved = try KeyPathRegistry.resolve(keyPath, on: object)
+        guard resolved.kind != .chain else {
+            return try observeChain(object, keyPath, resolved: resolved, options: options, block: block)
         }
         let box = Deliveries.controller(
             observer: observer, keyPath: keyPath, resolved: resolved, options: options, block: block)
-        return register(object, resolved: resolved, options: options, box: box)
+        return try register(object, resolved: resolved, options: options, box: box)
     }
 
     /// Observes `keyPath` of `object`, calling `action(observer)(change)` — an
@@ -129,8 +131,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     public func observe<Object: KeyValueObservable, Value>(
         _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
         action: @escaping @Sendable (Observer) -> (ObservedChange<Value>) -> Void
-    ) -> KVOError? {
-        observe(object, keyPath, options: options) { observer, _, change in
+    ) throws(KVOError) -> Bool {
+        try observe(object, keyPath, options: options) { observer, _, change in
             action(observer)(change)
         }
     }
@@ -142,8 +144,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     public func observe<Object: KeyValueObservable, Value>(
         _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
         action: @escaping @Sendable (Observer) -> () -> Void
-    ) -> KVOError? {
-        observe(object, keyPath, options: options) { observer, _, _ in
+    ) throws(KVOError) -> Bool {
+        try observe(object, keyPath, options: options) { observer, _, _ in
             action(observer)()
         }
     }
@@ -162,8 +164,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     public func observe<Object: KeyValueObservable, Value>(
         _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
         action: @escaping @Sendable (Observer) -> @MainActor (ObservedChange<Value>) -> Void
-    ) -> KVOError? {
-        observe(object, keyPath, options: options) { observer, _, change in
+    ) throws(KVOError) -> Bool {
+        try observe(object, keyPath, options: options) { observer, _, change in
             let transfer = MainActorTransfer(observer: observer, change: change)
             Task { @MainActor in action(transfer.observer)(transfer.change) }
         }
@@ -176,8 +178,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     public func observe<Object: KeyValueObservable, Value>(
         _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
         action: @escaping @Sendable (Observer) -> @MainActor () -> Void
-    ) -> KVOError? {
-        observe(object, keyPath, options: options) { observer, _, change in
+    ) throws(KVOError) -> Bool {
+        try observe(object, keyPath, options: options) { observer, _, change in
             let transfer = MainActorTransfer(observer: observer, change: change)
             Task { @MainActor in action(transfer.observer)() }
         }
@@ -187,25 +189,31 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     /// ``ObservedChange/keyPath`` tells which one fired, and its values are the
     /// property's values as `Any`.
     ///
-    /// - Returns: The first error of the individual registrations, if any
-    ///   (the others are still made).
+    /// - Returns: How many of the key paths were newly observed (the others
+    ///   were observed already).
+    /// - Throws: As the single-key-path form, for the first key path that
+    ///   cannot be observed. Every key path is checked before any is
+    ///   registered: when one is refused, none is observed.
     @discardableResult
     public func observe<Object: KeyValueObservable>(
         _ object: Object?, keyPaths: [PartialKeyPath<Object>], options: ObservingOptions = [],
         block: @escaping @Sendable (Observer, Object, ObservedChange<Any>) -> Void
-    ) -> KVOError? {
-        guard let object else { return .invalidArgument }
-        var firstError: KVOError?
+    ) throws(KVOError) -> Int {
+        guard let object else { throw .invalidArgument }
+        var openers: [any ControllerKeyPathOpening] = []
         for keyPath in keyPaths {
-            let error: KVOError?
-            if let opener = keyPath as? any ControllerKeyPathOpening {
-                error = opener.register(in: self, object: object, options: options, block: block)
-            } else {
-                error = .unsupportedKeyPath
+            guard let opener = keyPath as? any ControllerKeyPathOpening else {
+                throw .unsupportedKeyPath
             }
-            if firstError == nil { firstError = error }
+            try opener.check(on: object)
+            openers.append(opener)
         }
-        return firstError
+        var registered = 0
+        for opener in openers
+        where try opener.register(in: self, object: object, options: options, block: block) {
+            registered += 1
+        }
+        return registered
     }
 
     // MARK: Unobserving
@@ -225,8 +233,10 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     public func unobserve<Object: KeyValueObservable, Value>(
         _ object: Object?, _ keyPath: KeyPath<Object, Value>
     ) -> Bool {
-        guard let object else { return false }
-        return unobserve(object, key: KVOControllerKey.of(KeyPathRegistry.resolve(keyPath, on: object)))
+        guard let object, let resolved = try? KeyPathRegistry.resolve(keyPath, on: object) else {
+            return false
+        }
+        return unobserve(object, key: KVOControllerKey.of(resolved))
     }
 
     /// Removes the entry filed under `key` for `object`; whether an observation was removed.
@@ -321,7 +331,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     func register<Object: KeyValueObservable>(
         _ object: Object, resolved: ResolvedKeyPath, options: ObservingOptions,
         box: EngineObservation
-    ) -> KVOError? {
+    ) throws(KVOError) -> Bool {
         let address = Engine.address(of: object)
         let keyID = KVOControllerKey.of(resolved)
         let entry = Entry(box: box, thread: currentThreadID(), address: address, key: keyID, records: records)
@@ -345,7 +355,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             return true
         }
         released.removeAll()
-        if duplicate { return .alreadyObserving }
+        if duplicate { return false }
         // The entry does not retain its box, so once the engine releases the
         // box (the observation was removed: unobserved, its observer found
         // dead by a dispatch, or its object deinitialized) the block and its
@@ -373,9 +383,9 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             return entry.cancelled
         }
         released.removeAll()
-        if let error { return error }
+        if let error { throw error }
         if cancelled { Engine.unobserve(box.token) }
-        return nil
+        return true
     }
 
     @usableFromInline
@@ -383,7 +393,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         _ object: Object, _ keyPath: KeyPath<Object, Value>, resolved: ResolvedKeyPath,
         options: ObservingOptions,
         block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
-    ) -> KVOError? {
+    ) throws(KVOError) -> Bool {
         let address = Engine.address(of: object)
         let keyID = KVOControllerKey.of(resolved)
         let entry = Entry(box: nil, thread: currentThreadID(), address: address, key: keyID, records: records)
@@ -405,31 +415,35 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             return false
         }
         withExtendedLifetime(released) {}
-        if duplicate { return .alreadyObserving }
-        let token = object.observe(keyPath, options: options) { [weak self] object, change in
-            guard let self else { return }
-            guard let observer = self.observer else {
-                // The observer is gone: end the chain (and release the block)
-                // rather than keep it registered. A chain's notifications
-                // already take locks and register when an intermediate is
-                // replaced, so this once-only removal adds no new kind of work.
-                _ = self.unobserve(object, key: keyID)
-                return
+        if duplicate { return false }
+        let outcome = Result { () throws(KVOError) in
+            try object.observe(keyPath, options: options) { [weak self] object, change in
+                guard let self else { return }
+                guard let observer = self.observer else {
+                    // The observer is gone: end the chain (and release the
+                    // block) rather than keep it registered. A chain's
+                    // notifications already take locks and register when an
+                    // intermediate is replaced, so this once-only removal
+                    // adds no new kind of work.
+                    _ = self.unobserve(object, key: keyID)
+                    return
+                }
+                block(observer, object, change)
             }
-            block(observer, object, change)
         }
+        let token = try? outcome.get()
         let cancelled: Bool = records.withLock { records in
             entry.registering = false
             entry.chain = token
-            if token.error != nil, let record = records[address], record.entries[keyID] === entry {
+            if token == nil, let record = records[address], record.entries[keyID] === entry {
                 record.entries[keyID] = nil
                 if record.entries.isEmpty { records[address] = nil }
             }
             return entry.cancelled
         }
-        if let error = token.error { return error }
-        if cancelled { token.invalidate() }
-        return nil
+        if case .failure(let error) = outcome { throw error }
+        if cancelled { token?.invalidate() }
+        return true
     }
 }
 
@@ -529,7 +543,7 @@ enum KVOControllerKey {
         switch resolved.kind {
         case .property, .dependent:
             UInt(resolved.key) << 1 | 1
-        case .chain, .unsupported:
+        case .chain:
             UInt(bitPattern: ObjectIdentifier(resolved.keyPath))
         }
     }
@@ -596,19 +610,27 @@ struct WeakReference<Object: AnyObject>: @unchecked Sendable {
 
 /// Opens a `PartialKeyPath` to its value type for ``KVOController/observe(_:keyPaths:options:block:)``.
 protocol ControllerKeyPathOpening {
+    /// Throws what registering on `object` would refuse.
+    func check<Root: KeyValueObservable>(on object: Root) throws(KVOError)
+
     func register<Observer: AnyObject, Root: KeyValueObservable>(
         in controller: KVOController<Observer>, object: Root, options: ObservingOptions,
         block: @escaping @Sendable (Observer, Root, ObservedChange<Any>) -> Void
-    ) -> KVOError?
+    ) throws(KVOError) -> Bool
 }
 
 extension KeyPath: ControllerKeyPathOpening {
+    func check<R: KeyValueObservable>(on object: R) throws(KVOError) {
+        guard let keyPath = self as? KeyPath<R, Value> else { throw .unsupportedKeyPath }
+        _ = try KeyPathRegistry.resolve(keyPath, on: object)
+    }
+
     func register<Observer: AnyObject, R: KeyValueObservable>(
         in controller: KVOController<Observer>, object: R, options: ObservingOptions,
         block: @escaping @Sendable (Observer, R, ObservedChange<Any>) -> Void
-    ) -> KVOError? {
-        guard let keyPath = self as? KeyPath<R, Value> else { return .unsupportedKeyPath }
-        return controller.observe(object, keyPath, options: options) { observer, object, change in
+    ) throws(KVOError) -> Bool {
+        guard let keyPath = self as? KeyPath<R, Value> else { throw .unsupportedKeyPath }
+        return try controller.observe(object, keyPath, options: options) { observer, object, change in
             block(observer, object, change.map { $0 as Any })
         }
     }

@@ -42,10 +42,25 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
     /// or a chain of `@Observed` properties. Swift only (no C status).
     public static var unsupportedKeyPath: KVOError { KVOError(rawValue: 1001) }
 
+    /// The key path force-unwraps a link (`\.account!.name`), which would
+    /// trap whenever the link is nil. Observe the optional chain instead
+    /// (`\.account?.name`): it follows the link while it is non-nil and
+    /// delivers `nil` while it is not. Swift only (no C status).
+    public static var forceUnwrappedKeyPath: KVOError { KVOError(rawValue: 1002) }
+
+    /// The key path is a dependent key computed, through other dependent
+    /// keys declared in ``KeyValueObservable/dependentKeyPaths``, from
+    /// itself. Swift only (no C status).
+    public static var dependencyCycle: KVOError { KVOError(rawValue: 1003) }
+
     /// The engine's message for the status (`ckvo_strerror`), or the Swift-only message.
     public var description: String {
         switch rawValue {
-        case 1001: return "not an observable key path"
+        case 1001:
+            return "not an observable key path (an @Observed or @ObservedArray property, "
+                + "a declared dependent key, or a chain of @Observed properties)"
+        case 1002: return "a force-unwrapped key path (!) would trap on nil: observe it with ?. instead"
+        case 1003: return "the dependent key is computed from itself (a dependency cycle)"
         default: return Engine.message(for: rawValue)
         }
     }

@@ -62,26 +62,20 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         }
     }
 
-    @usableFromInline
     static func observe(
         _ root: Root, keyPath: KeyPath<Root, Value>, resolved: ResolvedKeyPath,
         options: ObservingOptions, handler: @escaping @Sendable (Root, ObservedChange<Value>) -> Void
-    ) -> ObservationToken {
+    ) throws(KVOError) -> ObservationToken {
         let chain = KeyPathChain(
             root: root, keyPath: keyPath, resolved: resolved, options: options, handler: handler)
         let links = KeyPathRegistry.links(of: keyPath, on: root)
         guard links.count >= (chain.isOptionalChain ? 1 : 2), links[0].object === root else {
-            return ObservationToken(failed: .unsupportedKeyPath)
+            throw .unsupportedKeyPath
         }
         root.kvoRegistrar.attach(root)
-        let headToken: EngineToken
-        do {
-            headToken = try Engine.observe(
-                object: Engine.address(root), key: links[0].property.key, options: [.prior],
-                owner: nil, box: chain.makeStructuralBox())
-        } catch {
-            return ObservationToken(failed: error)
-        }
+        let headToken = try Engine.observe(
+            object: Engine.address(root), key: links[0].property.key, options: [.prior],
+            owner: nil, box: chain.makeStructuralBox())
         chain.state.withLock { $0.headToken = headToken }
         // Read the links below the root again: the head now reports every
         // replacement, and one made since the first reading is seen here.

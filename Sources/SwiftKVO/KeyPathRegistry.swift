@@ -1,19 +1,14 @@
 //
 // KeyPathRegistry.swift — from Swift key paths to engine keys.
 //
-// On Linux key paths carry no printable names, and `\Derived.name` is not
-// equal to `\Base.name`. A property's canonical identity is therefore taken
-// from its declaration: every `@Observed`/`@ObservedArray` wrapper records
-// the source location of its declaration (`#fileID`, `#line`, `#column` as
-// default arguments of its initializer, which Swift evaluates at the
-// property's declaration) together with its declaring class (the
-// `_enclosingInstance` subscript's root type). That identity is read with a
-// plain field load, so the always-inlined accessors never materialize a key
-// path object: they fold into direct field accesses.
-//
-// To resolve a user key path we probe: switch on this thread's recorder, read
-// `object[keyPath: userKeyPath]` once, and let every wrapper getter on the way
-// record its property and the key path the compiler wrote for it.
+// A user key path names a property only through the properties it reads.
+// Properties themselves are identified by their declaration (see
+// PropertyKey.swift). To resolve a user key path we probe
+// (KeyPathProbe.swift): read `object[keyPath: userKeyPath]` once while every
+// wrapper getter on the way records its property and the key path the
+// compiler wrote for it. Then:
+//   - a key path with a `!` link: refused before it is evaluated (it would
+//     trap whenever the link is nil; `?.` observes the same chain safely);
 //   - a key path declared in `dependentKeyPaths` (also through a subclass's
 //     root): a dependent key;
 //   - one record on the object itself whose key path is the user's: a property;
@@ -21,11 +16,10 @@
 //     are the user's: a key-path chain (`\.account.name` reads `_account` on
 //     the document, then `_name` on the account);
 //   - an optional chain (`\.account?.name`), or a chain through an
-//     existential or a `!` link, whose components cannot be rebuilt to
-//     compare: its records must at least follow one another from object to
-//     object;
+//     existential, whose components cannot be rebuilt to compare: its
+//     records must at least follow one another from object to object;
 //   - anything else, e.g. a computed property that reads wrapped properties:
-//     unsupported (reads alone cannot tell it from what it reads).
+//     refused (reads alone cannot tell it from what it reads).
 // Results are cached per key path, under a lock, on the registration path
 // only. Cached key paths and `PropertyKey`s are kept for the life of the
 // process, which is what makes `ObservedChange.keyPath` safe to hand out at +0.
@@ -33,70 +27,11 @@
 @_spi(ObservableRerootKeyPath) import Swift
 import Synchronization
 
-/// Where a wrapped property is declared (filled by the wrapper's initializer
-/// from its `#fileID`/`#line`/`#column` default arguments).
-@usableFromInline
-struct PropertySite: @unchecked Sendable {  // points at a static string
-    @usableFromInline let file: UnsafeRawPointer
-    @usableFromInline let line: UInt32
-    @usableFromInline let fileLength: UInt16
-    @usableFromInline let column: UInt16
-
-    @inlinable
-    init(file: StaticString, line: UInt, column: UInt) {
-        if file.hasPointerRepresentation {
-            self.file = UnsafeRawPointer(file.utf8Start)
-            self.fileLength = UInt16(clamping: file.utf8CodeUnitCount)
-        } else {
-            self.file = UnsafeRawPointer(StaticString("?").utf8Start)
-            self.fileLength = 1
-        }
-        self.line = UInt32(truncatingIfNeeded: line)
-        self.column = UInt16(clamping: column)
-    }
-
-    /// "File.swift:12:6".
-    var name: String {
-        let file = String(
-            decoding: UnsafeRawBufferPointer(start: file, count: Int(fileLength)), as: UTF8.self)
-        return "\(file):\(line):\(column)"
-    }
-}
-
-/// The canonical identity of one `@Observed` / `@ObservedArray` property:
-/// interned once per declaring class and declaration, never freed. A resolved
-/// wrapper's state points at it (see ``SetterState``).
-@usableFromInline
-final class PropertyKey: @unchecked Sendable {
-    /// The engine key.
-    @usableFromInline
-    let key: EngineKey
-    /// The key's probe: the setters' inline no-observer check.
-    @usableFromInline
-    let probe: EngineProbe
-    /// The wrapped value's type.
-    let valueType: Any.Type
-    /// For `@ObservedArray` properties: raw access to the array storage,
-    /// attached the first time a writer (setter or mutator) learns the
-    /// storage offset. Guarded by the registry lock.
-    var _arrayAccess: AnyObject?
-
-    init(key: EngineKey, valueType: Any.Type) {
-        self.key = key
-        self.probe = Engine.probe(of: key)
-        self.valueType = valueType
-    }
-
-    var arrayAccess: AnyObject? { KeyPathRegistry.arrayAccess(of: self) }
-}
-
 /// What one user key path turned out to be.
 ///
 /// A plain value: it refers to the registry's objects without counting
 /// references, so resolving and passing it around costs no atomic operation.
-/// The registry keeps those objects for the life of the process, except the
-/// key path of an ``Kind/unsupported`` result, which is the caller's own and
-/// lives only as long as the caller holds it.
+/// The registry keeps those objects for the life of the process.
 @usableFromInline
 struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
     @usableFromInline
@@ -107,8 +42,6 @@ struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
         case dependent
         /// A chain of properties across objects.
         case chain
-        /// Nothing SwiftKVO can observe.
-        case unsupported
     }
 
     @usableFromInline
@@ -134,196 +67,88 @@ struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
     var unmanagedKeyPath: Unmanaged<AnyKeyPath> { Unmanaged.passUnretained(keyPath) }
 }
 
-/// One property read recorded while probing.
-struct ProbeRecord {
-    let object: AnyObject
-    let property: PropertyKey
-    /// The property's own key path, rooted at its declaring class
-    /// (`\BaseAccount.name`): the compiler hands it to the wrapper's accessor.
-    let keyPath: AnyKeyPath
-}
-
-/// The per-thread recorder behind key-path probing.
-@usableFromInline
-enum Probe {
-    /// How many threads are probing right now; getters only look at their
-    /// thread's recorder when this is non-zero (one relaxed load otherwise).
-    @usableFromInline
-    static let activeCount = Atomic<Int>(0)
-
-    final class Recorder {
-        var records: [ProbeRecord] = []
-        var depth = 0
-        var wantsStorage = false
-    }
-
-    static let recorder = ThreadLocal<Recorder>()
-
-    @inlinable @inline(__always)
-    static var isActive: Bool { activeCount.load(ordering: .relaxed) != 0 }
-
-    /// What this thread's probe wants from a getter: 0 nothing (not probing),
-    /// 1 the property, 2 the property and its storage offset (only a writer —
-    /// the array mutator — asks for 2: computing the offset takes a modifying
-    /// access).
-    @usableFromInline
-    static var currentMode: Int {
-        guard let recorder = recorder.currentValue, recorder.depth > 0 else { return 0 }
-        return recorder.wantsStorage ? 2 : 1
-    }
-
-    /// Called by a wrapper's getter when `currentMode != 0`. `keyPath`
-    /// returns the wrapped property's key path: a closure, so that the
-    /// getter's fast path never instantiates the key path (the optimizer
-    /// propagates the literal into the closure, which only this probe calls).
-    @usableFromInline
-    static func record<Object: AnyObject>(
-        _ object: Object, site: PropertySite, state: UInt64, valueType: Any.Type,
-        offset: Int, keyPath: () -> AnyKeyPath, arrayAccess: ((Int) -> AnyObject)? = nil
-    ) {
-        guard let recorder = recorder.currentValue, recorder.depth > 0 else { return }
-        let property = KeyPathRegistry.property(
-            declaring: Object.self, site: site, state: state, valueType: valueType)
-        if offset >= 0, let arrayAccess {
-            KeyPathRegistry.attachArrayAccess(to: property) { arrayAccess(offset) }
-        }
-        recorder.records.append(ProbeRecord(object: object, property: property, keyPath: keyPath()))
-    }
-
-    /// Runs `body` with this thread recording property reads; returns the records.
-    static func run(wantsStorage: Bool = false, _ body: () -> Void) -> [ProbeRecord] {
-        let recorder = recorder.value { Recorder() }
-        let saved = recorder.records
-        let savedWantsStorage = recorder.wantsStorage
-        recorder.records = []
-        recorder.wantsStorage = wantsStorage
-        defer { recorder.wantsStorage = savedWantsStorage }
-        recorder.depth += 1
-        activeCount.add(1, ordering: .relaxed)
-        body()
-        activeCount.subtract(1, ordering: .relaxed)
-        recorder.depth -= 1
-        let records = recorder.records
-        recorder.records = saved
-        return records
-    }
-}
-
-/// The process-wide registry of properties and resolved key paths.
+/// The process-wide registry of resolved key paths.
 @usableFromInline
 enum KeyPathRegistry {
-    private struct PropertyID: Hashable {
-        let declaringType: ObjectIdentifier
-        let file: String
-        let line: UInt32
-        let column: UInt16
-    }
-
-    private struct State {
-        var properties: [PropertyID: PropertyKey] = [:]
-        var resolved: [AnyKeyPath: ResolvedKeyPath] = [:]
-    }
-
-    private static let state = LockedState(State())
-
-    /// The interned identity of a wrapped property. `wrapperState` short-cuts
-    /// the lookup when the setter of that object already resolved its key.
-    static func property(
-        declaring: AnyObject.Type, site: PropertySite, state wrapperState: UInt64 = 0,
-        valueType: Any.Type
-    ) -> PropertyKey {
-        if wrapperState & SetterState.resolved != 0 {
-            return SetterState.property(wrapperState).takeUnretainedValue()
-        }
-        let siteName = site.name
-        let id = PropertyID(
-            declaringType: ObjectIdentifier(declaring), file: siteName, line: site.line,
-            column: site.column)
-        return state.withLock { state in
-            if let existing = state.properties[id] { return existing }
-            let name = "swift:\(String(reflecting: declaring))@\(siteName)"
-            let key = Engine.intern(name)
-            precondition(key != 0, "SwiftKVO: could not intern key \(name)")
-            let property = PropertyKey(key: key, valueType: valueType)
-            state.properties[id] = property
-            return property
-        }
-    }
-
-    /// Attaches raw array-storage access to `property` if it has none.
-    static func attachArrayAccess(to property: PropertyKey, _ make: () -> AnyObject) {
-        if arrayAccess(of: property) != nil { return }
-        let access = make()
-        state.withLock { _ in
-            if property._arrayAccess == nil { property._arrayAccess = access }
-        }
-    }
-
-    static func arrayAccess(of property: PropertyKey) -> AnyObject? {
-        state.withLock { _ in property._arrayAccess }
-    }
-
-    /// The property a wrapper's setter announces on, and the setter flags.
-    /// The slow path of the first set of a property of one object.
-    @usableFromInline
-    static func setterState<Object: KeyValueObservable>(
-        _ object: Object, site: PropertySite, valueType: Any.Type
-    ) -> UInt64 {
-        let property = property(declaring: Object.self, site: site, valueType: valueType)
-        var state = SetterState.resolvedState(of: property)
-        if Dependencies.hasDependents(of: property.key, on: object) {
-            state |= SetterState.hasDependents
-        }
-        return state
-    }
+    /// Resolved key paths, kept for the life of the process.
+    private static let resolvedKeyPaths = LockedState([AnyKeyPath: ResolvedKeyPath]())
 
     /// Resolves a user key path on `object` (registration path).
+    ///
+    /// A `.property` or `.dependent` result's key carries values of exactly
+    /// `Value`: this is where that is checked, once, for every observation
+    /// that later reads the engine's raw value pointers as `Value`.
+    ///
+    /// - Throws: ``KVOError/forceUnwrappedKeyPath`` for a key path with a `!`
+    ///   link (it would trap when the link is nil), checked before the key
+    ///   path is evaluated; ``KVOError/dependencyCycle`` for a dependent key
+    ///   computed, through other dependent keys, from itself;
+    ///   ``KVOError/unsupportedKeyPath`` for anything else SwiftKVO cannot
+    ///   observe.
     @usableFromInline
     static func resolve<Root: KeyValueObservable, Value>(
         _ keyPath: KeyPath<Root, Value>, on object: Root
-    ) -> ResolvedKeyPath {
+    ) throws(KVOError) -> ResolvedKeyPath {
         // A per-thread cache first: manual will/did calls resolve on every
         // change and must not contend on the registry lock.
         let local = resolvedCache.unmanagedValue { ResolvedCache() }
         if let cached = local._withUnsafeGuaranteedRef({ $0.lookup(keyPath) }) { return cached }
-        if let cached = state.withLock({ $0.resolved[keyPath] }) {
+        if let cached = resolvedKeyPaths.withLock({ $0[keyPath] }) {
             local._withUnsafeGuaranteedRef { $0.remember(keyPath, cached) }
             return cached
         }
-        let resolved: ResolvedKeyPath
-        if let dependent = Dependencies.dependentKey(for: keyPath, on: object) {
-            resolved = ResolvedKeyPath(
-                kind: .dependent, keyPath: keyPath, key: dependent.key, property: nil)
-        } else {
-            let records = Probe.run { _ = object[keyPath: keyPath] }
-            if records.count == 1, records[0].object === object, denotes(records, keyPath) == true {
-                resolved = ResolvedKeyPath(
-                    kind: .property, keyPath: keyPath, key: records[0].property.key,
-                    property: records[0].property)
-            } else if records.count >= 2, records[0].object === object,
-                denotes(records, keyPath)
-                    ?? (isLinked(records) && records.last!.property.valueType == Value.self)
-            {
-                resolved = ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil)
-            } else if let optional = Value.self as? any OptionalValue.Type, !records.isEmpty,
-                records[0].object === object, isLinked(records),
-                records.last!.property.valueType == optional.wrappedType
-                    || isOptionalObject(records.last!.property.valueType)
-            {
-                // An optional chain (`\.account?.name`), possibly cut short by a nil link.
-                resolved = ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil)
-            } else {
-                // Not cached: an optional chain may resolve once its links exist.
-                return ResolvedKeyPath(kind: .unsupported, keyPath: keyPath, key: 0, property: nil)
-            }
+        guard let resolved = try classify(keyPath, on: object) else {
+            // Not cached: an optional chain may resolve once its links exist.
+            throw .unsupportedKeyPath
         }
-        let interned = state.withLock { state in
-            if let existing = state.resolved[keyPath] { return existing }
-            state.resolved[keyPath] = resolved
+        let interned = resolvedKeyPaths.withLock { resolvedKeyPaths in
+            if let existing = resolvedKeyPaths[keyPath] { return existing }
+            resolvedKeyPaths[keyPath] = resolved
             return resolved
         }
         local._withUnsafeGuaranteedRef { $0.remember(keyPath, interned) }
         return interned
+    }
+
+    /// What `keyPath` is on `object`; `nil` if nothing observable.
+    private static func classify<Root: KeyValueObservable, Value>(
+        _ keyPath: KeyPath<Root, Value>, on object: Root
+    ) throws(KVOError) -> ResolvedKeyPath? {
+        if forceUnwraps(keyPath) { throw .forceUnwrappedKeyPath }
+        if let dependent = try Dependencies.dependentKey(for: keyPath, on: object) {
+            guard dependent.valueType == Value.self else { return nil }
+            return ResolvedKeyPath(kind: .dependent, keyPath: keyPath, key: dependent.key, property: nil)
+        }
+        let records = Probe.run { _ = object[keyPath: keyPath] }
+        guard let first = records.first, first.object === object else { return nil }
+        if records.count == 1, denotes(records, keyPath) == true {
+            guard first.property.valueType == Value.self else { return nil }
+            return ResolvedKeyPath(
+                kind: .property, keyPath: keyPath, key: first.property.key, property: first.property)
+        }
+        let leafType = records.last!.property.valueType
+        if records.count >= 2,
+            denotes(records, keyPath) ?? (isLinked(records) && leafType == Value.self)
+        {
+            return ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil)
+        }
+        if let optional = Value.self as? any OptionalValue.Type, isLinked(records),
+            leafType == optional.wrappedType || isOptionalObject(leafType)
+        {
+            // An optional chain (`\.account?.name`), possibly cut short by a nil link.
+            return ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil)
+        }
+        return nil
+    }
+
+    /// Whether `keyPath` force-unwraps an optional (`\.account!.name`).
+    ///
+    /// Checked without evaluating the key path, which would trap on a nil
+    /// link: the standard library's description of a key path spells each
+    /// component, and only a force-unwrap component as `!` (property and
+    /// type names cannot contain one; subscript arguments are not printed).
+    private static func forceUnwraps(_ keyPath: AnyKeyPath) -> Bool {
+        keyPath.debugDescription.contains("!")
     }
 
     /// Resolved key paths seen by one thread (bounded): by key path identity
@@ -443,48 +268,5 @@ enum KeyPathRegistry {
     /// The properties read when evaluating `keyPath` on `object`, in order.
     static func links<Root: AnyObject>(of keyPath: AnyKeyPath, on object: Root) -> [ProbeRecord] {
         Probe.run { _ = object[keyPath: keyPath] }
-    }
-}
-
-/// An `@Observed` / `@ObservedArray` wrapper's cached setter state, one word:
-/// flag bits, and once resolved the address of the property's immortal
-/// ``PropertyKey`` in the other bits. The setter's fast path reads the word,
-/// the property's probe through it and the probe's counter: three loads, no
-/// call, no reference counting.
-@usableFromInline
-enum SetterState {
-    /// The property was resolved: the other bits are its `PropertyKey`.
-    @usableFromInline static let resolved: UInt64 = 1 << 0
-    /// Automatic notification is off for this property.
-    @usableFromInline static let manual: UInt64 = 1 << 1
-    /// Some dependent key is computed from this property.
-    @usableFromInline static let hasDependents: UInt64 = 1 << 2
-    /// The flag bits: below a heap object's alignment (at least a pointer's).
-    @usableFromInline static let flags: UInt64 = 0x7
-
-    /// The resolved state of `property`, without further flags.
-    static func resolvedState(of property: PropertyKey) -> UInt64 {
-        let address = UInt64(UInt(bitPattern: Unmanaged.passUnretained(property).toOpaque()))
-        precondition(address & flags == 0, "SwiftKVO: misaligned PropertyKey")
-        return address | resolved
-    }
-
-    /// The property of a resolved state (the registry keeps it alive forever).
-    @inlinable @inline(__always)
-    static func property(_ state: UInt64) -> Unmanaged<PropertyKey> {
-        Unmanaged.fromOpaque(
-            UnsafeRawPointer(bitPattern: UInt(truncatingIfNeeded: state & ~flags)).unsafelyUnwrapped)
-    }
-
-    /// The engine key of a resolved state.
-    @inlinable @inline(__always)
-    static func key(_ state: UInt64) -> EngineKey {
-        property(state)._withUnsafeGuaranteedRef { $0.key }
-    }
-
-    /// The key's probe of a resolved state.
-    @inlinable @inline(__always)
-    static func probe(_ state: UInt64) -> EngineProbe {
-        property(state)._withUnsafeGuaranteedRef { $0.probe }
     }
 }

@@ -131,8 +131,11 @@ extension KeyValueObservable {
     ///     ``values(for:bufferingPolicy:)`` from the actor.
     /// - Returns: The observation. Keep it: the observation ends when it is
     ///   invalidated or deinitialized. The observed object is not retained.
-    ///   For a key path SwiftKVO cannot observe, an already-invalid token
-    ///   whose ``ObservationToken/error`` is ``KVOError/unsupportedKeyPath``.
+    /// - Throws: ``KVOError/unsupportedKeyPath`` for a key path SwiftKVO
+    ///   cannot observe, ``KVOError/forceUnwrappedKeyPath`` for one with a
+    ///   `!` link, ``KVOError/dependencyCycle`` for a dependent key computed
+    ///   from itself, ``KVOError/outOfMemory``. Nothing is registered then,
+    ///   and `changeHandler` is never called.
     ///
     /// Thread-safe; registration never blocks notification on other threads.
     /// Cost: amortized O(1) in the number of observers of the key.
@@ -141,16 +144,16 @@ extension KeyValueObservable {
         _ keyPath: KeyPath<Self, Value>,
         options: ObservingOptions = [],
         changeHandler: consuming @escaping @Sendable (Self, ObservedChange<Value>) -> Void
-    ) -> ObservationToken {
-        let resolved = KeyPathRegistry.resolve(keyPath, on: self)
+    ) throws(KVOError) -> ObservationToken {
+        let resolved = try KeyPathRegistry.resolve(keyPath, on: self)
         switch resolved.kind {
         case .property, .dependent:
             let box = HandlerObservation(
                 unmanagedKeyPath: resolved.unmanagedKeyPath,
                 readsInitialValue: options.contains(.new), handler: changeHandler)
-            return Deliveries.register(self, key: resolved.key, options: options, box: box)
-        case .chain, .unsupported:
-            return Deliveries.observeChain(
+            return try Deliveries.register(self, key: resolved.key, options: options, box: box)
+        case .chain:
+            return try Deliveries.observeChain(
                 self, keyPath: keyPath, resolved: resolved, options: options, handler: changeHandler)
         }
     }
@@ -174,14 +177,13 @@ enum Deliveries {
                 readsInitialValue: readsInitialValue, unmanagedKeyPath: unmanagedKeyPath))
     }
 
-    /// Observes a key-path chain (or fails for an unsupported key path).
+    /// Observes a key-path chain.
     @usableFromInline
     static func observeChain<Root: KeyValueObservable, Value>(
         _ root: Root, keyPath: KeyPath<Root, Value>, resolved: ResolvedKeyPath,
         options: ObservingOptions, handler: @escaping @Sendable (Root, ObservedChange<Value>) -> Void
-    ) -> ObservationToken {
-        guard resolved.kind == .chain else { return ObservationToken(failed: .unsupportedKeyPath) }
-        return KeyPathChain<Root, Value>.observe(
+    ) throws(KVOError) -> ObservationToken {
+        try KeyPathChain<Root, Value>.observe(
             root, keyPath: keyPath, resolved: resolved, options: options, handler: handler)
     }
 
@@ -193,16 +195,11 @@ enum Deliveries {
     static func register<Object: KeyValueObservable>(
         _ object: Object, key: EngineKey, options: ObservingOptions,
         box: consuming EngineObservation
-    ) -> ObservationToken {
+    ) throws(KVOError) -> ObservationToken {
         object.kvoRegistrar.attach(object)
-        do {
-            return ObservationToken(
-                engineToken: try Engine.observe(
-                    object: Engine.address(object), key: key, options: options, owner: nil,
-                    box: box))
-        } catch {
-            return ObservationToken(failed: error)
-        }
+        return ObservationToken(
+            engineToken: try Engine.observe(
+                object: Engine.address(object), key: key, options: options, owner: nil, box: box))
     }
 }
 
@@ -215,12 +212,14 @@ extension KeyValueObservable {
     /// Pair every call with ``didChangeValue(for:)`` on the same thread. Pairs
     /// may nest (also for the same key); each pair notifies once. Use it for
     /// properties declared `@Observed(notifiesAutomatically: false)`, or to
-    /// announce a change of a value SwiftKVO does not store. Callbacks run
-    /// synchronously on this thread.
+    /// announce a change of a value SwiftKVO does not store (a key declared
+    /// in ``dependentKeyPaths``: its own dependents are notified too).
+    /// Callbacks run synchronously on this thread. For a key path that
+    /// ``observe(_:options:changeHandler:)`` would refuse, nothing can be
+    /// observed, and the pair is a no-op.
     public func willChangeValue<Value>(for keyPath: KeyPath<Self, Value>) {
-        let resolved = KeyPathRegistry.resolve(keyPath, on: self)
         let pending = ManualChanges.pending.value { ManualChanges.Stack() }
-        guard resolved.kind == .property || resolved.kind == .dependent else {
+        guard let resolved = ManualChanges.key(keyPath, on: self) else {
             pending.entries.append(.init(address: 0, key: 0, old: nil, dependents: nil))
             return
         }
@@ -245,11 +244,10 @@ extension KeyValueObservable {
     /// now) to every observer, synchronously on this thread. Without a
     /// matching will-change call, the change carries no old value.
     public func didChangeValue<Value>(for keyPath: KeyPath<Self, Value>) {
-        let resolved = KeyPathRegistry.resolve(keyPath, on: self)
+        let resolved = ManualChanges.key(keyPath, on: self)
         let entry = ManualChanges.pending.currentValue?.pop(
-            address: resolved.kind == .unsupported ? 0 : Engine.address(of: self),
-            key: resolved.key)
-        guard resolved.kind == .property || resolved.kind == .dependent else { return }
+            address: resolved == nil ? 0 : Engine.address(of: self), key: resolved?.key ?? 0)
+        guard let resolved else { return }
         let address = Engine.address(self)
         if Engine.hasObservers(address, resolved.key) {
             let new = self[keyPath: keyPath]
@@ -273,9 +271,8 @@ extension KeyValueObservable {
     public func willChange<Element>(
         _ kind: ChangeKind, at indexes: [Int], for keyPath: KeyPath<Self, [Element]>
     ) {
-        let resolved = KeyPathRegistry.resolve(keyPath, on: self)
         let pending = ManualChanges.pending.value { ManualChanges.Stack() }
-        guard resolved.kind == .property || resolved.kind == .dependent else {
+        guard let resolved = ManualChanges.key(keyPath, on: self) else {
             pending.entries.append(.init(address: 0, key: 0, old: nil, dependents: nil))
             return
         }
@@ -305,11 +302,10 @@ extension KeyValueObservable {
     public func didChange<Element>(
         _ kind: ChangeKind, at indexes: [Int], for keyPath: KeyPath<Self, [Element]>
     ) {
-        let resolved = KeyPathRegistry.resolve(keyPath, on: self)
+        let resolved = ManualChanges.key(keyPath, on: self)
         let entry = ManualChanges.pending.currentValue?.pop(
-            address: resolved.kind == .unsupported ? 0 : Engine.address(of: self),
-            key: resolved.key)
-        guard resolved.kind == .property || resolved.kind == .dependent else { return }
+            address: resolved == nil ? 0 : Engine.address(of: self), key: resolved?.key ?? 0)
+        guard let resolved else { return }
         let indexes = Array(Set(indexes)).sorted()
         let address = Engine.address(self)
         if Engine.hasObservers(address, resolved.key) {
@@ -350,6 +346,17 @@ enum ManualChanges {
     }
 
     static let pending = ThreadLocal<Stack>()
+
+    /// The key a manual announcement for `keyPath` notifies: a property or a
+    /// dependent key; `nil` (the announcement is a no-op) for anything else.
+    static func key<Root: KeyValueObservable, Value>(
+        _ keyPath: KeyPath<Root, Value>, on object: Root
+    ) -> ResolvedKeyPath? {
+        guard let resolved = try? KeyPathRegistry.resolve(keyPath, on: object),
+            resolved.kind != .chain
+        else { return nil }
+        return resolved
+    }
 }
 
 /// The box of a token observation: the handler and what its changes are built

@@ -109,23 +109,29 @@ public struct NotificationHub: Sendable {
     ///   - block: Called synchronously on the posting thread.
     /// - Returns: The registration, for ``removeObserver(_:)-(Registration)``;
     ///   discarding it keeps the registration.
+    /// - Throws: ``KVOError/outOfMemory`` when the engine cannot register it
+    ///   (nothing is registered then, and `block` is never called).
     @inlinable @discardableResult
     public func addObserver<Observer: AnyObject>(
         _ observer: Observer, name: Name, object: AnyObject? = nil,
         using block: @escaping @Sendable (Observer, HubNotification) -> Void
-    ) -> Registration {
+    ) throws(KVOError) -> Registration {
         // Inlinable, so the delivery closure is specialized for `Observer`
         // where it is called: unspecialized, each delivery copied the
         // notification through the runtime's value witnesses.
         let sender = Sender(object)
-        return add(Self.makeBox(observer: observer, sender: sender, block), for: observer, name: name, sender: sender)
+        return try add(
+            Self.makeBox(observer: observer, sender: sender, block), for: observer, name: name,
+            sender: sender)
     }
 
     /// The part of ``addObserver(_:name:object:using:)`` that does not depend
     /// on the observer's type: registers `box` and files it under `observer`.
     @usableFromInline
-    func add(_ box: EngineObservation, for observer: AnyObject, name: Name, sender: Sender) -> Registration {
-        let registration = register(box, name: name, sender: sender)
+    func add(
+        _ box: EngineObservation, for observer: AnyObject, name: Name, sender: Sender
+    ) throws(KVOError) -> Registration {
+        let registration = try register(box, name: name, sender: sender)
         let entry = Entry(
             registration: registration, name: name,
             objectAddress: sender.object.map { Engine.address(of: $0) } ?? 0, observer: observer)
@@ -173,19 +179,18 @@ public struct NotificationHub: Sendable {
     ///   - name: The notification name.
     ///   - object: The sender to listen to; `nil` for every sender.
     ///   - block: Called synchronously on the posting thread.
+    /// - Throws: ``KVOError/outOfMemory`` when the engine cannot register it
+    ///   (nothing is registered then, and `block` is never called).
     public func addObserver(
         forName name: Name, object: AnyObject? = nil,
         using block: @escaping @Sendable (HubNotification) -> Void
-    ) -> ObservationToken {
+    ) throws(KVOError) -> ObservationToken {
         let anchor = NotificationHub.self as AnyObject
         let sender = Sender(object)
         let box = Self.makeBox(observer: anchor, sender: sender, strongObserver: true) { _, note in
             block(note)
         }
-        let registration = register(box, name: name, sender: sender)
-        return registration.token == 0
-            ? ObservationToken(failed: .invalidArgument)
-            : ObservationToken(engineToken: registration.token)
+        return ObservationToken(engineToken: try register(box, name: name, sender: sender).token)
     }
 
     // MARK: Posting
@@ -303,14 +308,17 @@ public struct NotificationHub: Sendable {
 
     /// Registers `box` with the engine. No owner: the hub's own table finds an
     /// observer's registrations, so the engine keeps no owner group for them.
-    private func register(_ box: EngineObservation, name: Name, sender: Sender) -> Registration {
+    private func register(
+        _ box: EngineObservation, name: Name, sender: Sender
+    ) throws(KVOError) -> Registration {
         if let observed = sender.observable {
             observed.kvoRegistrar.attach(observed)
         }
-        let token = try? Engine.observe(
-            object: sender.object.map { Engine.address($0) }, key: name.key, options: .new,
-            owner: nil, box: box)
-        return Registration(token: token ?? 0)
+        guard name.key != 0 else { throw .outOfMemory }  // the name could not be interned
+        return Registration(
+            token: try Engine.observe(
+                object: sender.object.map { Engine.address($0) }, key: name.key, options: .new,
+                owner: nil, box: box))
     }
 
     @inlinable

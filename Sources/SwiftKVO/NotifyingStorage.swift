@@ -1,12 +1,25 @@
 /// The storage of an observable property wrapper (`@Observed`, `@ObservedArray`):
-/// its value, its setter state (``SetterState``) and its declaration site, and
-/// the setter's slow path they share.
+/// its value and its setter state (``SetterState``), and the setter's slow
+/// path they share.
 @usableFromInline
 protocol NotifyingStorage {
     associatedtype Value
     var storage: Value { get set }
     var state: UInt64 { get set }
-    var site: PropertySite { get }
+
+    /// What the property keeps to reach this wrapper's storage in an
+    /// `Object` without a key path, given the wrapper's byte offset; `nil`
+    /// when nothing needs it.
+    static func storageAccess<Object: KeyValueObservable>(
+        in _: Object.Type, offset: Int
+    ) -> AnyObject?
+}
+
+extension NotifyingStorage {
+    @usableFromInline
+    static func storageAccess<Object: KeyValueObservable>(
+        in _: Object.Type, offset: Int
+    ) -> AnyObject? { nil }
 }
 
 extension NotifyingStorage {
@@ -27,8 +40,7 @@ extension NotifyingStorage {
             return
         }
         if state & SetterState.resolved == 0 {
-            state = KeyPathRegistry.setterState(
-                object, site: wrapper.pointee.site, valueType: Value.self)
+            state = SetterState.resolve(object, storage: Self.self, offset: offset)
             wrapper.pointee.state = state
         }
         ChangeAnnouncement.perform(on: object, state: state) {

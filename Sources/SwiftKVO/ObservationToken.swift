@@ -11,33 +11,20 @@ public final class ObservationToken: Sendable {
     private let engineToken: Atomic<UInt64>
     /// Composite observations (key-path chains) own several engine tokens.
     private let composite: (any CompositeObservation)?
-    private let failure: KVOError?
 
     @usableFromInline
     init(engineToken: EngineToken) {
         self.engineToken = Atomic(engineToken)
         self.composite = nil
-        self.failure = nil
     }
 
     init(composite: any CompositeObservation) {
         self.engineToken = Atomic(0)
         self.composite = composite
-        self.failure = nil
     }
 
-    @usableFromInline
-    init(failed error: KVOError) {
-        self.engineToken = Atomic(0)
-        self.composite = nil
-        self.failure = error
-    }
-
-    /// Why the registration failed (e.g. ``KVOError/unsupportedKeyPath``); `nil`
-    /// for a token whose registration succeeded.
-    public var error: KVOError? { failure }
-
-    /// Whether the observation is still registered (neither invalidated nor failed).
+    /// Whether the token has not been invalidated yet (for a key-path chain:
+    /// and its root is alive).
     public var isValid: Bool {
         if let composite { return composite.isActive }
         return engineToken.load(ordering: .acquiring) != 0
@@ -52,8 +39,8 @@ public final class ObservationToken: Sendable {
     ///
     /// - Returns: `true` if this call removed the observation; `false`
     ///   ("not found") if there was nothing left to remove — already
-    ///   invalidated, a failed registration, or an observation the engine
-    ///   already removed because the observed object died. Never crashes.
+    ///   invalidated, or an observation the engine already removed because
+    ///   the observed object died. Never crashes.
     @discardableResult
     public func invalidate() -> Bool {
         if let composite { return composite.cancel() }

@@ -36,38 +36,25 @@ public struct Observed<Value> {
     var storage: Value
 
     /// ``SetterState``: flags and, once resolved, the property (its engine
-    /// key and the key's probe).
+    /// key and the key's probe). The property itself is the declaration this
+    /// wrapper is stored in (see PropertyKey.swift), not anything the
+    /// initializer is given: a wrapper may be built anywhere.
     @usableFromInline
     var state: UInt64
 
-    /// Where the property is declared: its identity (see KeyPathRegistry.swift).
-    @usableFromInline
-    let site: PropertySite
-
     /// An observable property with automatic notification.
-    ///
-    /// The source-location parameters identify the property; leave them to
-    /// their defaults.
     @inlinable
-    public init(
-        wrappedValue: Value, fileID: StaticString = #fileID, line: UInt = #line,
-        column: UInt = #column
-    ) {
+    public init(wrappedValue: Value) {
         self.storage = wrappedValue
         self.state = 0
-        self.site = PropertySite(file: fileID, line: line, column: column)
     }
 
     /// An observable property; with `notifiesAutomatically: false` assignments
     /// never notify and the owner announces changes itself.
     @inlinable
-    public init(
-        wrappedValue: Value, notifiesAutomatically: Bool, fileID: StaticString = #fileID,
-        line: UInt = #line, column: UInt = #column
-    ) {
+    public init(wrappedValue: Value, notifiesAutomatically: Bool) {
         self.storage = wrappedValue
         self.state = notifiesAutomatically ? 0 : SetterState.manual
-        self.site = PropertySite(file: fileID, line: line, column: column)
     }
 
     /// Unavailable: `@Observed` works only on properties of classes that conform to
@@ -88,18 +75,15 @@ public struct Observed<Value> {
         // Always inlined, so the key path literals the compiler passes fold
         // into direct stored-property accesses (no key path runtime, no
         // allocation). Nothing here may pass a key path on as a value: that
-        // would make every access instantiate it. (The probe gets the wrapped
-        // key path through a closure that captures nothing but the literal,
-        // so it is instantiated only when the probe calls it.)
+        // would make every access instantiate it. (The probe gets the key
+        // paths through closures that capture nothing but the literals, so
+        // they are instantiated only when the probe calls them.)
         @inline(__always) get {
             if Probe.isActive {
-                let mode = Probe.currentMode
-                if mode != 0 {
-                    Probe.record(
-                        object, site: object[keyPath: storageKeyPath].site,
-                        state: object[keyPath: storageKeyPath].state, valueType: Value.self,
-                        offset: -1, keyPath: { wrappedKeyPath })
-                }
+                Probe.record(
+                    object, storage: Self.self, state: object[keyPath: storageKeyPath].state,
+                    offset: { Engine.offset(of: storageKeyPath, in: object) },
+                    keyPath: { wrappedKeyPath })
             }
             return object[keyPath: storageKeyPath].storage
         }

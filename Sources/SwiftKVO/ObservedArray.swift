@@ -26,36 +26,23 @@ public struct ObservedArray<Element> {
     @usableFromInline
     var storage: [Element]
 
+    /// ``SetterState``, as for ``Observed``.
     @usableFromInline
     var state: UInt64
 
-    @usableFromInline
-    let site: PropertySite
-
     /// An observable array property with automatic notification.
-    ///
-    /// The source-location parameters identify the property; leave them to
-    /// their defaults.
     @inlinable
-    public init(
-        wrappedValue: [Element], fileID: StaticString = #fileID, line: UInt = #line,
-        column: UInt = #column
-    ) {
+    public init(wrappedValue: [Element]) {
         self.storage = wrappedValue
         self.state = 0
-        self.site = PropertySite(file: fileID, line: line, column: column)
     }
 
     /// An observable array property; with `notifiesAutomatically: false`
     /// assignments and ``ObservedArrayMutator`` mutations never notify.
     @inlinable
-    public init(
-        wrappedValue: [Element], notifiesAutomatically: Bool, fileID: StaticString = #fileID,
-        line: UInt = #line, column: UInt = #column
-    ) {
+    public init(wrappedValue: [Element], notifiesAutomatically: Bool) {
         self.storage = wrappedValue
         self.state = notifiesAutomatically ? 0 : SetterState.manual
-        self.site = PropertySite(file: fileID, line: line, column: column)
     }
 
     /// Unavailable: `@ObservedArray` works only on properties of classes that conform
@@ -76,17 +63,10 @@ public struct ObservedArray<Element> {
         // Always inlined so the key paths fold into field accesses; see Observed.
         @inline(__always) get {
             if Probe.isActive {
-                let mode = Probe.currentMode
-                if mode != 0 {
-                    // Only a writer (the array mutator) asks for the storage
-                    // offset, which takes a modifying access.
-                    Probe.record(
-                        object, site: object[keyPath: storageKeyPath].site,
-                        state: object[keyPath: storageKeyPath].state, valueType: [Element].self,
-                        offset: mode == 2 ? Engine.offset(of: storageKeyPath, in: object) : -1,
-                        keyPath: { wrappedKeyPath },
-                        arrayAccess: { ArrayStorageAccess<Object, Element>(offset: $0) })
-                }
+                Probe.record(
+                    object, storage: Self.self, state: object[keyPath: storageKeyPath].state,
+                    offset: { Engine.offset(of: storageKeyPath, in: object) },
+                    keyPath: { wrappedKeyPath })
             }
             return object[keyPath: storageKeyPath].storage
         }
@@ -109,7 +89,14 @@ public struct ObservedArray<Element> {
 
 extension ObservedArray: Sendable where Element: Sendable {}
 
-extension ObservedArray: NotifyingStorage {}
+extension ObservedArray: NotifyingStorage {
+    @usableFromInline
+    static func storageAccess<Object: KeyValueObservable>(
+        in _: Object.Type, offset: Int
+    ) -> AnyObject? {
+        ArrayStorageAccess<Object, Element>(offset: offset)
+    }
+}
 
 /// Raw access to an `@ObservedArray`'s storage, type-erased over the declaring class.
 @usableFromInline
@@ -152,9 +139,9 @@ final class ArrayStorageAccess<Object: KeyValueObservable, Element>: ArrayStorag
         withExtendedLifetime(object) {
             var state = wrapper(object).pointee.state
             if state & (SetterState.resolved | SetterState.manual) == 0 {
-                state = KeyPathRegistry.setterState(
-                    unsafeDowncast(object, to: Object.self), site: wrapper(object).pointee.site,
-                    valueType: [Element].self)
+                state = SetterState.resolve(
+                    unsafeDowncast(object, to: Object.self), storage: ObservedArray<Element>.self,
+                    offset: offset)
                 wrapper(object).pointee.state = state
             }
             return state
@@ -303,14 +290,8 @@ extension KeyValueObservable {
     public func mutableArray<Element>(
         _ keyPath: ReferenceWritableKeyPath<Self, [Element]>
     ) -> ObservedArrayMutator<Self, Element> {
-        let resolved = KeyPathRegistry.resolve(keyPath, on: self)
-        var access = resolved.property?.arrayAccess as? ArrayStorageAccessBase<Element>
-        if access == nil, resolved.kind == .property {
-            // First mutator of this property: learn its storage offset (a
-            // modifying access — fine here, the mutator is about to write).
-            _ = Probe.run(wantsStorage: true) { _ = self[keyPath: keyPath] }
-            access = resolved.property?.arrayAccess as? ArrayStorageAccessBase<Element>
-        }
+        let resolved = try? KeyPathRegistry.resolve(keyPath, on: self)
+        let access = resolved?.property?.storageAccess as? ArrayStorageAccessBase<Element>
         return ObservedArrayMutator(object: self, keyPath: keyPath, access: access)
     }
 }

@@ -79,29 +79,32 @@ final class ControllerObserver {
             source: .sequence(observesValue ? subject.ledger.value : subject.ledger.items), options: options,
             ledger: subject.ledger)
         let receiver = Receiver(record)
-        let error: KVOError?
-        if observesValue {
-            error = controller.observe(subject, \.value, options: options) { observer, subject, change in
-                receiver.checkAlive(observer)
-                receiver.value(subject, change)
-            }
-        } else {
-            error = controller.observe(subject, \.items, options: options) { observer, subject, change in
-                receiver.checkAlive(observer)
-                receiver.items(subject, change)
+        let outcome = Result { () throws(KVOError) in
+            if observesValue {
+                try controller.observe(subject, \.value, options: options) { observer, subject, change in
+                    receiver.checkAlive(observer)
+                    receiver.value(subject, change)
+                }
+            } else {
+                try controller.observe(subject, \.items, options: options) { observer, subject, change in
+                    receiver.checkAlive(observer)
+                    receiver.items(subject, change)
+                }
             }
         }
         record.registered()
-        verdict.check(error == nil, "Swift: \(record.what) \(record.id) failed: \(String(describing: error))")
+        verdict.check(
+            outcome == .success(true), "Swift: \(record.what) \(record.id) failed: \(outcome)")
         tally.add(.controllerObservations)
         if random.percent(20) {
-            let again =
+            let again = Result { () throws(KVOError) in
                 observesValue
-                ? controller.observe(subject, \.value) { _, _, _ in }
-                : controller.observe(subject, \.items) { _, _, _ in }
+                    ? try controller.observe(subject, \.value) { _, _, _ in }
+                    : try controller.observe(subject, \.items) { _, _, _ in }
+            }
             verdict.check(
-                again == .alreadyObserving,
-                "Swift: observing a key path twice through one controller answered \(String(describing: again))")
+                again == .success(false),
+                "Swift: observing a key path twice through one controller answered \(again), not \"already observing\"")
         }
         return Observation(subject: subject, observesValue: observesValue, record: record)
     }

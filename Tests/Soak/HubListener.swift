@@ -53,9 +53,12 @@ final class HubListener {
             if random.percent(40) {
                 let record = DeliveryRecord("hub observer of every sender", source: .allPosts(allPosts), ledger: nil)
                 let receiver = Receiver(record)
-                NotificationHub.default.addObserver(observer, name: .soakChanged, object: nil) { observer, note in
-                    receiver.post(observer, note)
+                let added = Result { () throws(KVOError) in
+                    try NotificationHub.default.addObserver(observer, name: .soakChanged, object: nil) {
+                        observer, note in receiver.post(observer, note)
+                    }
                 }
+                verdict.check((try? added.get()) != nil, "Swift: \(record.what) failed to register: \(added)")
                 record.registered()
                 registrations.append(Registration(subject: nil, record: record))
                 tally.add(.listenerRegistrations)
@@ -63,9 +66,12 @@ final class HubListener {
                 let record = DeliveryRecord(
                     "hub observer of a sender", source: .sequence(subject.ledger.posts), ledger: subject.ledger)
                 let receiver = Receiver(record)
-                NotificationHub.default.addObserver(observer, name: .soakChanged, object: subject) { observer, note in
-                    receiver.post(observer, note)
+                let added = Result { () throws(KVOError) in
+                    try NotificationHub.default.addObserver(observer, name: .soakChanged, object: subject) {
+                        observer, note in receiver.post(observer, note)
+                    }
                 }
+                verdict.check((try? added.get()) != nil, "Swift: \(record.what) failed to register: \(added)")
                 record.registered()
                 pool.checkIn(subject, slot: slot)
                 registrations.append(Registration(subject: subject, record: record))

@@ -125,7 +125,8 @@ struct Round {
         post(from: nil, trace: SwiftTrace())
         do {
             let drain = Subject()
-            drain.observe(\.value) { _, _ in }.invalidate()
+            let token = try? drain.observe(\.value) { _, _ in }
+            verdict.check(token?.invalidate() == true, "Swift: the draining registration failed")
         }
         let hub = ckvo_hub_default()
         verdict.check(ckvo_hub_flush(hub) == CKVO_OK, "Swift: ckvo_hub_flush of the default hub failed")

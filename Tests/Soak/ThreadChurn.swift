@@ -103,7 +103,10 @@ struct ThreadChurn {
             "short-lived thread's token observation", source: .sequence(subject.ledger.value), options: options,
             ledger: subject.ledger)
         let receiver = Receiver(record)
-        let token = subject.observe(\.value, options: options) { subject, change in receiver.value(subject, change) }
+        guard let token = try? subject.observe(\.value, options: options, changeHandler: { receiver.value($0, $1) }) else {
+            verdict.check(false, "Swift: \(record.what) \(record.id) failed to register")
+            return
+        }
         record.registered()
         let trace = SwiftTrace()
         for _ in 0..<3 {

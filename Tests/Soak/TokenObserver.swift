@@ -45,32 +45,39 @@ final class TokenObserver {
         defer { pool.checkIn(subject, slot: slot) }
         let options = ObservingOptions(rawValue: UInt32(random.below(16)))
         let record: DeliveryRecord
-        let token: ObservationToken
+        let outcome: Result<ObservationToken, KVOError>
         switch random.below(7) {
         case 0..<3:
             record = DeliveryRecord(
                 "token observation of value", source: .sequence(subject.ledger.value), options: options,
                 ledger: subject.ledger)
             let receiver = Receiver(record)
-            token = subject.observe(\.value, options: options) { subject, change in receiver.value(subject, change) }
+            outcome = Result { () throws(KVOError) in
+                try subject.observe(\.value, options: options, changeHandler: { receiver.value($0, $1) })
+            }
         case 3..<6:
             record = DeliveryRecord(
                 "token observation of items", source: .sequence(subject.ledger.items), options: options,
                 ledger: subject.ledger)
             let receiver = Receiver(record)
-            token = subject.observe(\.items, options: options) { subject, change in receiver.items(subject, change) }
+            outcome = Result { () throws(KVOError) in
+                try subject.observe(\.items, options: options, changeHandler: { receiver.items($0, $1) })
+            }
         default:
             record = DeliveryRecord(
                 "hub token for a sender", source: .sequence(subject.ledger.posts), ledger: subject.ledger)
             let receiver = Receiver(record)
-            token = NotificationHub.default.addObserver(forName: .soakChanged, object: subject) { note in
-                receiver.post(nil, note)
+            outcome = Result { () throws(KVOError) in
+                try NotificationHub.default.addObserver(forName: .soakChanged, object: subject) { note in
+                    receiver.post(nil, note)
+                }
             }
         }
         record.registered()
-        verdict.check(
-            token.error == nil && token.isValid,
-            "Swift: \(record.what) \(record.id) failed to register: \(String(describing: token.error))")
+        guard case .success(let token) = outcome, token.isValid else {
+            verdict.check(false, "Swift: \(record.what) \(record.id) failed to register: \(outcome)")
+            return
+        }
         tally.add(.tokenObservations)
         live.append(Live(token: token, record: record))
     }

@@ -20,15 +20,15 @@ private let isOptimizedBuild: Bool = {
     .enabled(if: skvo_alloc_counting_supported(), "malloc cannot be counted under sanitizers"),
     .enabled(if: isOptimizedBuild, "allocation counts are only meaningful in optimized builds"))
 struct AllocationTests {
-    @Test func observedSetWithClosureObserversAllocatesNothingPerNotification() {
+    @Test func observedSetWithClosureObserversAllocatesNothingPerNotification() throws {
         let account = Account()
         let counter = Counter()
         let tokens = [
-            account.observe(\.balance, options: [.old, .new]) { _, change in
+            try account.observe(\.balance, options: [.old, .new]) { _, change in
                 if change.newValue! > change.oldValue! { counter.increment() }
             },
-            account.observe(\.balance) { _, _ in counter.increment() },
-            account.observe(\.name, options: [.new, .prior]) { _, change in
+            try account.observe(\.balance) { _, _ in counter.increment() },
+            try account.observe(\.name, options: [.new, .prior]) { _, change in
                 if change.newValue?.isEmpty == false { counter.increment() }
             },
         ]
@@ -50,16 +50,16 @@ struct AllocationTests {
         tokens.forEach { $0.invalidate() }
     }
 
-    @Test func hubPostToBlockObserversAllocatesNothingOnceWarm() {
+    @Test func hubPostToBlockObserversAllocatesNothingOnceWarm() throws {
         let hub = NotificationHub.default
         let name = NotificationHub.Name("test.allocation.post")
         let observer = Observer()
         let sender = Account()
         let counter = Counter()
-        hub.addObserver(observer, name: name, object: sender) { _, note in
+        try hub.addObserver(observer, name: name, object: sender) { _, note in
             if note.object != nil { counter.increment() }
         }
-        hub.addObserver(observer, name: name) { _, _ in counter.increment() }
+        try hub.addObserver(observer, name: name) { _, _ in counter.increment() }
         // Warm up: the first post on this thread starts the contents later posts reuse.
         for _ in 0..<100 { hub.post(name: name, object: sender) }
         let before = counter.count
@@ -71,7 +71,7 @@ struct AllocationTests {
         hub.removeObserver(observer)
     }
 
-    @Test func unobservedSetAllocatesNothing() {
+    @Test func unobservedSetAllocatesNothing() throws {
         let account = Account()
         account.balance = 1
         skvo_alloc_begin()
@@ -79,7 +79,7 @@ struct AllocationTests {
         #expect(skvo_alloc_end() == 0)
     }
 
-    @Test func mallocShimCountsAllocations() {
+    @Test func mallocShimCountsAllocations() throws {
         guard skvo_alloc_counting_supported() else { return }
         skvo_alloc_begin()
         let array = [Int](repeating: 1, count: 1000)

@@ -2,9 +2,9 @@ import Testing
 @testable import SwiftKVO
 
 @Suite struct AsyncValuesTests {
-    @Test func valuesStartWithTheCurrentValueThenFollowChanges() async {
+    @Test func valuesStartWithTheCurrentValueThenFollowChanges() async throws {
         let account = Account(name: "a")
-        let stream = account.values(for: \.name)
+        let stream = try account.values(for: \.name)
         account.name = "b"
         account.name = "c"
         var received: [String] = []
@@ -15,9 +15,9 @@ import Testing
         #expect(received == ["a", "b", "c"])
     }
 
-    @Test func valuesEndWhenTheObjectDies() async {
+    @Test func valuesEndWhenTheObjectDies() async throws {
         var account: Account? = Account(name: "a")
-        let stream = account!.values(for: \.name)
+        let stream = try account!.values(for: \.name)
         account!.name = "b"
         account = nil
         var received: [String] = []
@@ -25,10 +25,10 @@ import Testing
         #expect(received == ["a", "b"])
     }
 
-    @Test func cancellingTheConsumerRemovesTheObservation() async {
+    @Test func cancellingTheConsumerRemovesTheObservation() async throws {
         let gauge = CancellationGauge()
         let task = Task {
-            for await _ in gauge.values(for: \.level) {}
+            for await _ in try! gauge.values(for: \.level) {}
         }
         #expect(await eventually { gauge.isObserved })
         task.cancel()
@@ -37,20 +37,20 @@ import Testing
         gauge.level = 1  // nothing observes it anymore
     }
 
-    @Test func discardingTheSequenceRemovesTheObservation() {
+    @Test func discardingTheSequenceRemovesTheObservation() throws {
         let gauge = DiscardGauge()
         do {
-            let stream = gauge.values(for: \.level)
+            let stream = try gauge.values(for: \.level)
             #expect(gauge.isObserved)
             _ = stream
         }
         #expect(!gauge.isObserved)
     }
 
-    @Test func cancellingANotificationConsumerRemovesTheRegistration() async {
+    @Test func cancellingANotificationConsumerRemovesTheRegistration() async throws {
         let name = NotificationHub.Name("test.cancellingANotificationConsumerRemovesTheRegistration")
         let task = Task {
-            for await _ in NotificationHub.default.notifications(named: name) {}
+            for await _ in try! NotificationHub.default.notifications(named: name) {}
         }
         #expect(await eventually { Engine.hasObservers(name.probe) })
         task.cancel()
@@ -58,19 +58,19 @@ import Testing
         #expect(!Engine.hasObservers(name.probe))
     }
 
-    @Test func discardingANotificationSequenceRemovesTheRegistration() {
+    @Test func discardingANotificationSequenceRemovesTheRegistration() throws {
         let name = NotificationHub.Name("test.discardingANotificationSequenceRemovesTheRegistration")
         do {
-            let stream = NotificationHub.default.notifications(named: name)
+            let stream = try NotificationHub.default.notifications(named: name)
             #expect(Engine.hasObservers(name.probe))
             _ = stream
         }
         #expect(!Engine.hasObservers(name.probe))
     }
 
-    @Test func notificationsArriveAsAnAsyncSequence() async {
+    @Test func notificationsArriveAsAnAsyncSequence() async throws {
         let name = NotificationHub.Name("test.notificationsArriveAsAnAsyncSequence")
-        let stream = NotificationHub.default.notifications(named: name)
+        let stream = try NotificationHub.default.notifications(named: name)
         NotificationHub.default.post(name: name, userInfo: ["n": 1])
         NotificationHub.default.post(name: name, userInfo: ["n": 2])
         var received: [Int] = []
@@ -81,10 +81,10 @@ import Testing
         #expect(received == [1, 2])
     }
 
-    @Test func notificationsFromAnObservableSenderEndWhenItDies() async {
+    @Test func notificationsFromAnObservableSenderEndWhenItDies() async throws {
         let name = NotificationHub.Name("test.notificationsFromAnObservableSenderEndWhenItDies")
         var account: Account? = Account()
-        let stream = NotificationHub.default.notifications(named: name, object: account)
+        let stream = try NotificationHub.default.notifications(named: name, object: account)
         NotificationHub.default.post(name: name, object: account)
         account = nil
         var count = 0
@@ -93,10 +93,10 @@ import Testing
     }
 
     @MainActor
-    @Test func mainActorConsumerReceivesValuesOnTheMainActor() async {
+    @Test func mainActorConsumerReceivesValuesOnTheMainActor() async throws {
         let account = Account(name: "x")
         var received: [String] = []
-        for await name in account.values(for: \.name) {
+        for await name in try account.values(for: \.name) {
             MainActor.assertIsolated()
             received.append(name)
             if received.count == 1 { break }
@@ -132,5 +132,5 @@ private final class DiscardGauge: KeyValueObservable, @unchecked Sendable {
 private func isObservedAnywhere<Root: KeyValueObservable, Value>(
     _ keyPath: KeyPath<Root, Value>, on object: Root
 ) -> Bool {
-    Engine.hasObservers(Engine.probe(of: KeyPathRegistry.resolve(keyPath, on: object).key))
+    Engine.hasObservers(Engine.probe(of: try! KeyPathRegistry.resolve(keyPath, on: object).key))
 }

@@ -12,7 +12,7 @@ import Glibc
 @Suite struct ConcurrencyTests {
     static let scale = getenv("SWIFTKVO_LONG_TESTS") != nil ? 20 : 1
 
-    @Test func concurrentSettersDeliverEachChangeExactlyOnce() {
+    @Test func concurrentSettersDeliverEachChangeExactlyOnce() throws {
         let threads = 4
         let changes = 2_000 * Self.scale
         let accounts = (0..<threads).map { _ in Account() }
@@ -21,11 +21,11 @@ import Glibc
         var tokens: [ObservationToken] = []
         for (index, account) in accounts.enumerated() {
             let counter = counters[index]
-            tokens.append(account.observe(\.balance, options: [.old, .new]) { _, change in
+            tokens.append(try account.observe(\.balance, options: [.old, .new]) { _, change in
                 #expect(change.newValue! == change.oldValue! + 1)
                 counter.increment()
             })
-            tokens.append(account.observe(\.balance) { _, _ in shared.increment() })
+            tokens.append(try account.observe(\.balance) { _, _ in shared.increment() })
         }
         runConcurrently(threads) { index in
             let account = accounts[index]
@@ -36,13 +36,13 @@ import Glibc
         tokens.forEach { $0.invalidate() }
     }
 
-    @Test func concurrentNotificationsOfOneKeyReachEveryObserverExactlyOnce() {
+    @Test func concurrentNotificationsOfOneKeyReachEveryObserverExactlyOnce() throws {
         let threads = 4
         let changes = 2_000 * Self.scale
         let account = Account(name: "shared")
         let counters = (0..<8).map { _ in Counter() }
-        let tokens = counters.map { counter in
-            account.observe(\.name, options: .new) { _, change in
+        let tokens = try counters.map { counter in
+            try account.observe(\.name, options: .new) { _, change in
                 #expect(change.newValue == "shared")
                 counter.increment()
             }
@@ -57,7 +57,7 @@ import Glibc
         tokens.forEach { $0.invalidate() }
     }
 
-    @Test func observersAddedAndRemovedFromManyThreadsAreReleasedExactlyOnce() {
+    @Test func observersAddedAndRemovedFromManyThreadsAreReleasedExactlyOnce() throws {
         let threads = 4
         let rounds = 500 * Self.scale
         let account = Account()
@@ -74,7 +74,7 @@ import Glibc
         runConcurrently(threads) { index in
             for round in 0..<rounds {
                 let probe = LifetimeProbe(released)
-                let token = account.observe(\.balance, options: round % 3 == 0 ? [.initial] : []) {
+                let token = try! account.observe(\.balance, options: round % 3 == 0 ? [.initial] : []) {
                     _, _ in _ = probe
                 }
                 registered.increment()
@@ -92,7 +92,7 @@ import Glibc
     /// another thread keeps notifying: no block ever runs for an observer whose
     /// deinit has begun, and every block (with what it captures) is released
     /// exactly once.
-    @Test func controllersAndObserversDyingOnOtherThreadsAreNeverCalledDead() {
+    @Test func controllersAndObserversDyingOnOtherThreadsAreNeverCalledDead() throws {
         let threads = 4
         let rounds = 300 * Self.scale
         let account = Account()
@@ -114,13 +114,13 @@ import Glibc
                 let observer = MortalObserver()
                 let kvo = KVOController(observer: observer)
                 let controllerProbe = LifetimeProbe(released)
-                kvo.observe(account, \.name) { observer, _, _ in
+                try! kvo.observe(account, \.name) { observer, _, _ in
                     withExtendedLifetime(controllerProbe) {}
                     calls.increment()
                     if observer.isDeinitializing { deadCalls.increment() }
                 }
                 let hubProbe = LifetimeProbe(released)
-                NotificationHub.default.addObserver(observer, name: name, object: account) { observer, _ in
+                try! NotificationHub.default.addObserver(observer, name: name, object: account) { observer, _ in
                     withExtendedLifetime(hubProbe) {}
                     calls.increment()
                     if observer.isDeinitializing { deadCalls.increment() }
@@ -138,14 +138,14 @@ import Glibc
         #expect(released.count == 2 * threads * rounds)
     }
 
-    @Test func hubPostsFromManyThreadsReachEachObserverExactlyOnce() {
+    @Test func hubPostsFromManyThreadsReachEachObserverExactlyOnce() throws {
         let threads = 4
         let posts = 1_000 * Self.scale
         let name = NotificationHub.Name("concurrency.posts")
         let observers = (0..<4).map { _ in Observer() }
         let counter = Counter()
         for observer in observers {
-            NotificationHub.default.addObserver(observer, name: name) { _, _ in counter.increment() }
+            try NotificationHub.default.addObserver(observer, name: name) { _, _ in counter.increment() }
         }
         runConcurrently(threads) { _ in
             for _ in 0..<posts { NotificationHub.default.post(name: name, userInfo: ["k": 1]) }

@@ -3,14 +3,14 @@ import Testing
 
 /// The crash classes KVO users know: each must be a quiet no-op here.
 @Suite struct CrashClassTests {
-    @Test func doubleRemovalIsANoOpThatReportsNotFound() {
+    @Test func doubleRemovalIsANoOpThatReportsNotFound() throws {
         let account = Account()
         let observer = Observer()
-        let token = account.observe(\.name) { _, _ in }
+        let token = try account.observe(\.name) { _, _ in }
         #expect(token.invalidate())
         #expect(!token.invalidate())
         let kvo = KVOController(observer: observer)
-        kvo.observe(account, \.name) { _, _, _ in }
+        try kvo.observe(account, \.name) { _, _, _ in }
         #expect(kvo.unobserve(account, \.name))
         #expect(!kvo.unobserve(account, \.name))
         #expect(kvo.unobserve(account) == 0)
@@ -18,7 +18,7 @@ import Testing
         #expect(kvo.unobserveAll() == 0)
     }
 
-    @Test func removalOfNeverObservedIsANoOpThatReportsNotFound() {
+    @Test func removalOfNeverObservedIsANoOpThatReportsNotFound() throws {
         let account = Account()
         let kvo = KVOController(observer: Observer())
         #expect(!kvo.unobserve(account, \.name))
@@ -31,7 +31,7 @@ import Testing
         #expect(NotificationHub.default.removeObserver(account, name: .accountSynced) == 0)
     }
 
-    @Test func observedObjectDyingWithObserversIsSafe() {
+    @Test func observedObjectDyingWithObserversIsSafe() throws {
         let observer = Observer()
         let kvo = KVOController(observer: observer, retainsObserved: false)
         let released = Counter()
@@ -39,9 +39,9 @@ import Testing
         for _ in 0..<100 {
             let account = Account()
             let probe = LifetimeProbe(released)
-            tokens.append(account.observe(\.name) { _, _ in _ = probe })
-            kvo.observe(account, \.balance) { _, _, _ in }
-            NotificationHub.default.addObserver(observer, name: "crash.sender", object: account) { _, _ in }
+            tokens.append(try account.observe(\.name) { _, _ in _ = probe })
+            try kvo.observe(account, \.balance) { _, _, _ in }
+            try NotificationHub.default.addObserver(observer, name: "crash.sender", object: account) { _, _ in }
             account.name = "x"
         }
         flushReleases()
@@ -51,7 +51,7 @@ import Testing
         NotificationHub.default.removeObserver(observer)
     }
 
-    @Test func observerDyingFirstIsSafe() {
+    @Test func observerDyingFirstIsSafe() throws {
         let account = Account()
         let counter = Counter()
         var kvos: [KVOController<Observer>] = []
@@ -59,9 +59,9 @@ import Testing
             let observers = (0..<20).map { _ in Observer() }
             for observer in observers {
                 let kvo = KVOController(observer: observer)
-                kvo.observe(account, \.name) { _, _, _ in counter.increment() }
+                try kvo.observe(account, \.name) { _, _, _ in counter.increment() }
                 kvos.append(kvo)
-                NotificationHub.default.addObserver(observer, name: "crash.observerDyingFirst") { _, _ in
+                try NotificationHub.default.addObserver(observer, name: "crash.observerDyingFirst") { _, _ in
                     counter.increment()
                 }
             }
@@ -79,7 +79,7 @@ import Testing
         #expect(counter.count == 40)
     }
 
-    @Test func controllerSwitchingObservedObjectBackAndForth() {
+    @Test func controllerSwitchingObservedObjectBackAndForth() throws {
         let observer = Observer()
         let kvo = KVOController(observer: observer)
         let a = Account()
@@ -88,7 +88,7 @@ import Testing
         for round in 0..<50 {
             let (current, other) = round % 2 == 0 ? (a, b) : (b, a)
             kvo.unobserve(other)
-            kvo.observe(current, \.name, options: .new) { _, account, change in
+            try kvo.observe(current, \.name, options: .new) { _, account, change in
                 log.append(account === a ? "a" : "b")
             }
             current.name = "\(round)"

@@ -67,7 +67,7 @@ private final class Ephemeral: KeyValueObservable, @unchecked Sendable {
             let probe = LifetimeProbe(released)  // released with the handler closure
             switch i % 4 {
             case 0:  // a token, invalidated; then the object dies
-                let token = object!.observe(\.value, options: .new) { _, change in
+                let token = try! object!.observe(\.value, options: .new) { _, change in
                     if change.newValue == i { delivered.increment() }
                     _ = probe
                 }
@@ -75,7 +75,7 @@ private final class Ephemeral: KeyValueObservable, @unchecked Sendable {
                 token.invalidate()
                 object = nil
             case 1:  // a token; the object dies first (its registrar removes the observation), then the token
-                var token: ObservationToken? = object!.observe(\.value) { _, _ in
+                var token: ObservationToken? = try! object!.observe(\.value) { _, _ in
                     delivered.increment()
                     _ = probe
                 }
@@ -85,7 +85,7 @@ private final class Ephemeral: KeyValueObservable, @unchecked Sendable {
                 token = nil
             case 2:  // a controller for this object only: it dies with its observations, then the object
                 var controller: KVOController<Observer>? = KVOController(observer: observer)
-                controller!.observe(object, \.value, options: .new) { _, _, change in
+                try! controller!.observe(object, \.value, options: .new) { _, _, change in
                     if change.newValue == i { delivered.increment() }
                     _ = probe
                 }
@@ -93,7 +93,7 @@ private final class Ephemeral: KeyValueObservable, @unchecked Sendable {
                 controller = nil
                 object = nil
             default:  // a long-lived controller holding the object weakly: the object's death removes it
-                longLived.observe(object, \.value) { _, _, _ in
+                try! longLived.observe(object, \.value) { _, _, _ in
                     delivered.increment()
                     _ = probe
                 }

@@ -19,13 +19,13 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         NotificationHub.Name("test.\(function)")
     }
 
-    @Test func observerForAnySenderReceivesEveryPostWithPayload() {
+    @Test func observerForAnySenderReceivesEveryPostWithPayload() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let observer = Observer()
         let account = Account()
         let log = Log<String>()
-        hub.addObserver(observer, name: name, object: nil) { observer, note in
+        try hub.addObserver(observer, name: name, object: nil) { observer, note in
             log.append("\(note.name.rawValue) \(note.object === account) \(note.userInfo["count"] as? Int ?? -1)")
         }
         hub.post(name: name, object: account, userInfo: ["count": 3])
@@ -34,14 +34,14 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         hub.removeObserver(observer)
     }
 
-    @Test func senderFilterReceivesOnlyThatSender() {
+    @Test func senderFilterReceivesOnlyThatSender() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let observer = Observer()
         let a = Account()
         let b = Account()
         let counter = Counter()
-        hub.addObserver(observer, name: name, object: a) { _, _ in counter.increment() }
+        try hub.addObserver(observer, name: name, object: a) { _, _ in counter.increment() }
         hub.post(name: name, object: a)
         hub.post(name: name, object: b)
         hub.post(name: name)
@@ -49,7 +49,7 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         hub.removeObserver(observer)
     }
 
-    @Test func deadObserverIsSkippedAndItsRegistrationGoes() {
+    @Test func deadObserverIsSkippedAndItsRegistrationGoes() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let counter = Counter()
@@ -57,7 +57,7 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         var observer: Observer? = Observer()
         do {
             let capture = LifetimeProbe(released)
-            hub.addObserver(observer!, name: name) { _, _ in
+            try hub.addObserver(observer!, name: name) { _, _ in
                 _ = capture
                 counter.increment()
             }
@@ -73,15 +73,15 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         #expect(released.count == 1)
     }
 
-    @Test func removalByObserverByNameAndByRegistration() {
+    @Test func removalByObserverByNameAndByRegistration() throws {
         let hub = NotificationHub.default
         let n1 = uniqueName() 
         let n2 = NotificationHub.Name(n1.rawValue + ".2")
         let observer = Observer()
         let log = Log<String>()
-        hub.addObserver(observer, name: n1) { _, _ in log.append("n1") }
-        hub.addObserver(observer, name: n2) { _, _ in log.append("n2") }
-        let registration = hub.addObserver(observer, name: n2) { _, _ in log.append("n2'") }
+        try hub.addObserver(observer, name: n1) { _, _ in log.append("n1") }
+        try hub.addObserver(observer, name: n2) { _, _ in log.append("n2") }
+        let registration = try hub.addObserver(observer, name: n2) { _, _ in log.append("n2'") }
         hub.removeObserver(registration)
         hub.removeObserver(registration)  // double removal
         hub.post(name: n1)
@@ -95,41 +95,41 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         #expect(log.values == ["n1", "n2", "n2"])
     }
 
-    @Test func removalsReportWhatTheyRemoved() {
+    @Test func removalsReportWhatTheyRemoved() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let other = NotificationHub.Name(name.rawValue + ".other")
         let observer = Observer()
         let a = Account()
-        let registration = hub.addObserver(observer, name: name) { _, _ in }
+        let registration = try hub.addObserver(observer, name: name) { _, _ in }
         #expect(hub.removeObserver(registration))
         #expect(!hub.removeObserver(registration))
-        hub.addObserver(observer, name: name, object: a) { _, _ in }
-        hub.addObserver(observer, name: name) { _, _ in }
-        hub.addObserver(observer, name: other) { _, _ in }
+        try hub.addObserver(observer, name: name, object: a) { _, _ in }
+        try hub.addObserver(observer, name: name) { _, _ in }
+        try hub.addObserver(observer, name: other) { _, _ in }
         #expect(hub.removeObserver(observer, name: name, object: Account()) == 0)
         #expect(hub.removeObserver(observer, name: name, object: a) == 1)
         #expect(hub.removeObserver(observer, name: name) == 1)
         #expect(hub.removeObserver(observer, name: name) == 0)
         #expect(hub.removeObserver(observer) == 1)
         #expect(hub.removeObserver(observer) == 0)
-        let token = hub.addObserver(forName: name) { _ in }
+        let token = try hub.addObserver(forName: name) { _ in }
         #expect(token.invalidate())
         #expect(!token.invalidate())
     }
 
-    @Test func removalAfterAnObservableSenderDiedReportsNotFound() {
+    @Test func removalAfterAnObservableSenderDiedReportsNotFound() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let observer = Observer()
         var sender: Account? = Account()
-        let registration = hub.addObserver(observer, name: name, object: sender) { _, _ in }
+        let registration = try hub.addObserver(observer, name: name, object: sender) { _, _ in }
         sender = nil  // its registrar removes the registration
         #expect(!hub.removeObserver(registration))
         #expect(hub.removeObserver(observer) == 0)
     }
 
-    @Test func removalByNameAndSenderKeepsTheObserversOtherRegistrations() {
+    @Test func removalByNameAndSenderKeepsTheObserversOtherRegistrations() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let other = NotificationHub.Name(name.rawValue + ".other")
@@ -137,9 +137,9 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         let a = Account()
         let b = Account()
         let log = Log<String>()
-        hub.addObserver(observer, name: name, object: a) { _, _ in log.append("a") }
-        hub.addObserver(observer, name: name, object: b) { _, _ in log.append("b") }
-        hub.addObserver(observer, name: other, object: a) { _, _ in log.append("other a") }
+        try hub.addObserver(observer, name: name, object: a) { _, _ in log.append("a") }
+        try hub.addObserver(observer, name: name, object: b) { _, _ in log.append("b") }
+        try hub.addObserver(observer, name: other, object: a) { _, _ in log.append("other a") }
 
         hub.removeObserver(observer, name: name, object: a)
         hub.post(name: name, object: a)
@@ -154,31 +154,31 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         #expect(log.values == ["b", "other a", "other a"])
     }
 
-    @Test func tokenStyleRegistrationEndsWithTheToken() {
+    @Test func tokenStyleRegistrationEndsWithTheToken() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let counter = Counter()
-        let token = hub.addObserver(forName: name) { _ in counter.increment() }
+        let token = try hub.addObserver(forName: name) { _ in counter.increment() }
         hub.post(name: name)
         token.invalidate()
         hub.post(name: name)
         #expect(counter.count == 1)
     }
 
-    @Test func removingANeverAddedObserverIsANoOp() {
+    @Test func removingANeverAddedObserverIsANoOp() throws {
         let hub = NotificationHub.default
         hub.removeObserver(Observer())
         hub.removeObserver(Observer(), name: .accountSynced, object: Account())
     }
 
-    @Test func senderFilterOnAPlainObjectNeverMatchesAnObjectReusingItsAddress() {
+    @Test func senderFilterOnAPlainObjectNeverMatchesAnObjectReusingItsAddress() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let observer = Observer()
         let counter = Counter()
         do {
             let sender = Observer()  // not KeyValueObservable: held weakly by the filter
-            hub.addObserver(observer, name: name, object: sender) { _, _ in counter.increment() }
+            try hub.addObserver(observer, name: name, object: sender) { _, _ in counter.increment() }
             hub.post(name: name, object: sender)
         }
         for _ in 0..<50 {
@@ -189,7 +189,7 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         hub.removeObserver(observer)
     }
 
-    @Test func aNotificationKeptByABlockKeepsItsContentsThroughLaterPosts() {
+    @Test func aNotificationKeptByABlockKeepsItsContentsThroughLaterPosts() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let observer = Observer()
@@ -197,7 +197,7 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         let second = Account()
         let kept = Log<HubNotification>()
         let seen = Log<Int>()
-        hub.addObserver(observer, name: name) { _, note in
+        try hub.addObserver(observer, name: name) { _, note in
             let count = note.userInfo["count"] as? Int ?? -1
             seen.append(count)
             if count == 1 { kept.append(note) }
@@ -213,12 +213,12 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         hub.removeObserver(observer)
     }
 
-    @Test func aPostKeepsNeitherItsSenderNorItsPayloadAlive() {
+    @Test func aPostKeepsNeitherItsSenderNorItsPayloadAlive() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let observer = Observer()
         let deaths = Counter()
-        hub.addObserver(observer, name: name) { _, _ in }
+        try hub.addObserver(observer, name: name) { _, _ in }
         for _ in 0..<3 {  // the first post starts this thread's contents, later ones reuse them
             hub.post(
                 name: name, object: Observer { deaths.increment() },
@@ -228,23 +228,23 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         hub.removeObserver(observer)
     }
 
-    @Test func aDeadObserversRegistrationThatNoPostReachesGoesWithLaterRegistrations() {
+    @Test func aDeadObserversRegistrationThatNoPostReachesGoesWithLaterRegistrations() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         let released = Counter()
         do {
             let observer = Observer()
             let probe = LifetimeProbe(released)
-            hub.addObserver(observer, name: name) { _, _ in withExtendedLifetime(probe) {} }
+            try hub.addObserver(observer, name: name) { _, _ in withExtendedLifetime(probe) {} }
         }  // the observer dies, and nothing posts `name` again
         let others = (0..<300).map { _ in Observer() }
-        for other in others { hub.addObserver(other, name: name) { _, _ in } }
+        for other in others { try hub.addObserver(other, name: name) { _, _ in } }
         flushReleases()
         #expect(released.count == 1)
         for other in others { hub.removeObserver(other) }
     }
 
-    @Test func aNewObserverAtADeadOnesAddressIsNotCreditedWithItsRegistrations() {
+    @Test func aNewObserverAtADeadOnesAddressIsNotCreditedWithItsRegistrations() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
         var reused = 0
@@ -253,7 +253,7 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
             do {
                 let dead = Observer()
                 address = Engine.address(of: dead)
-                hub.addObserver(dead, name: name) { _, _ in }
+                try hub.addObserver(dead, name: name) { _, _ in }
             }  // dies; nothing posts `name`, so its registration stays filed
             let newcomer = Observer()  // often gets the dead one's memory
             guard Engine.address(of: newcomer) == address else { continue }

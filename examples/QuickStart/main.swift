@@ -11,8 +11,8 @@ final class BalanceLabel {
     lazy var kvo = KVOController(observer: self)
     var text = ""
 
-    func bind(_ account: Account) {
-        kvo.observe(account, \.balance, options: [.initial, .new]) { label, _, change in
+    func bind(_ account: Account) throws {
+        try kvo.observe(account, \.balance, options: [.initial, .new]) { label, _, change in
             label.text = "balance: \(change.newValue!)"
         }
     }
@@ -25,20 +25,20 @@ extension NotificationHub.Name {
 let account = Account()
 
 // Token style, like NSKeyValueObservation: removed on invalidate() or deinit.
-let token = account.observe(\.name, options: [.old, .new]) { _, change in
+let token = try account.observe(\.name, options: [.old, .new]) { _, change in
     print("name: \(change.oldValue!) -> \(change.newValue!)")
 }
 account.name = "Ada"                      // name:  -> Ada
 
 // KVOController style: bound to the observer's lifetime, observer held weakly.
 let label = BalanceLabel()
-label.bind(account)
+try label.bind(account)
 account.balance = 42
 print(label.text)                         // balance: 42.0
 
 // Named notifications, optionally filtered by sender.
 let hub = NotificationHub.default
-hub.addObserver(label, name: .accountSynced, object: account) { _, note in
+try hub.addObserver(label, name: .accountSynced, object: account) { _, note in
     print("synced: \(note.userInfo["count"]!)")
 }
 hub.post(name: .accountSynced, object: account, userInfo: ["count": 3])   // synced: 3

@@ -1,0 +1,96 @@
+import Testing
+@testable import SwiftKVO
+
+/// `greeting` is computed from `fullName`, itself computed from two properties.
+final class Greeter: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var firstName = ""
+    @Observed var lastName = ""
+    var fullName: String { "\(firstName) \(lastName)" }
+    var greeting: String { "Hello, \(fullName)" }
+
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [
+            \Greeter.fullName: [\Greeter.firstName, \Greeter.lastName],
+            \Greeter.greeting: [\Greeter.fullName],
+        ]
+    }
+}
+
+/// Declares `left` from `right` and `right` from `left`: a cycle.
+final class Ouroboros: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var seed = 0
+    var left: Int { seed }
+    var right: Int { seed + 1 }
+    var outside: Int { seed + 2 }
+
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [
+            \Ouroboros.left: [\Ouroboros.right, \Ouroboros.seed],
+            \Ouroboros.right: [\Ouroboros.left],
+            \Ouroboros.outside: [\Ouroboros.seed],
+        ]
+    }
+}
+
+// SPEC §2.12: dependent keys, transitively, as Apple KVO follows them.
+@Suite struct DependentKeyTests {
+    @Test func dependentKeyOfADependentKeyIsNotifiedWhenASourceChanges() throws {
+        let greeter = Greeter()
+        let log = Log<String>()
+        let token = try greeter.observe(\.greeting, options: [.prior, .old, .new]) { _, change in
+            log.append("\(change.isPrior ? "prior " : "")\(change.oldValue ?? "-")→\(change.newValue ?? "-")")
+        }
+        greeter.firstName = "Ada"
+        greeter.lastName = "L"
+        #expect(
+            log.values == [
+                "prior Hello,  →-", "Hello,  →Hello, Ada ",
+                "prior Hello, Ada →-", "Hello, Ada →Hello, Ada L",
+            ])
+        token.invalidate()
+    }
+
+    @Test func manualChangeOfADependentKeyNotifiesItsDependents() throws {
+        let greeter = Greeter()
+        let greetings = Counter()
+        let fullNames = Counter()
+        let a = try greeter.observe(\.greeting) { _, _ in greetings.increment() }
+        let b = try greeter.observe(\.fullName) { _, _ in fullNames.increment() }
+        greeter.willChangeValue(for: \.fullName)
+        greeter.didChangeValue(for: \.fullName)
+        #expect(fullNames.count == 1)
+        #expect(greetings.count == 1)
+        a.invalidate()
+        b.invalidate()
+    }
+
+    @Test func eachDependentKeyIsAnnouncedOncePerChange() throws {
+        let greeter = Greeter()
+        let greetings = Counter()
+        let token = try greeter.observe(\.greeting) { _, _ in greetings.increment() }
+        greeter.lastName = "B"
+        #expect(greetings.count == 1)
+        token.invalidate()
+    }
+
+    @Test func dependencyCycleIsRefusedAtRegistration() throws {
+        let object = Ouroboros()
+        let calls = Counter()
+        #expect(throws: KVOError.dependencyCycle) {
+            try object.observe(\.left) { _, _ in calls.increment() }
+        }
+        #expect(throws: KVOError.dependencyCycle) {
+            try KVOController(observer: Observer()).observe(object, \.right) { _, _, _ in calls.increment() }
+        }
+        // The rest of the class stays observable, and a setter never follows the cycle.
+        let token = try object.observe(\.outside, options: .new) { _, change in
+            #expect(change.newValue == 7)
+            calls.increment()
+        }
+        object.seed = 5
+        #expect(calls.count == 1)
+        token.invalidate()
+    }
+}
