@@ -105,7 +105,8 @@ enum Engine {
     /// Interns `name` without a getter (initial values are read by the Swift
     /// trampoline). Returns 0 on failure.
     static func intern(_ name: String) -> EngineKey {
-        ckvo_key_intern(hub, name, nil)
+        auditWriterCall()
+        return ckvo_key_intern(hub, name, nil)
     }
 
     /// The name a key was interned from.
@@ -154,6 +155,7 @@ enum Engine {
         object: UnsafeRawPointer?, key: EngineKey, options: ObservingOptions,
         owner: UnsafeRawPointer?, box: consuming EngineObservation
     ) throws(KVOError) -> EngineToken {
+        auditWriterCall()
         // The reference moves into the engine's context (no count changes).
         let unmanaged = Unmanaged.passRetained(consume box)
         var token: EngineToken = 0
@@ -180,12 +182,14 @@ enum Engine {
 
     @discardableResult
     static func unobserve(_ token: EngineToken) -> KVOError? {
-        token == 0 ? .notFound : error(ckvo_unobserve(hub, token))
+        auditWriterCall()
+        return token == 0 ? .notFound : error(ckvo_unobserve(hub, token))
     }
 
     @discardableResult
     static func unobserveAndWait(_ token: EngineToken) -> KVOError? {
-        token == 0 ? .notFound : error(ckvo_unobserve_sync(hub, token))
+        auditWriterCall()
+        return token == 0 ? .notFound : error(ckvo_unobserve_sync(hub, token))
     }
 
     /// Non-blocking removal, for the dispatch path (a callback that found its observer dead).
@@ -197,6 +201,7 @@ enum Engine {
 
     @discardableResult
     static func unobserveObject(address: UInt) -> KVOError? {
+        auditWriterCall()
         guard let pointer = UnsafeRawPointer(bitPattern: address) else { return .invalidArgument }
         return error(ckvo_unobserve_object(hub, pointer))
     }
@@ -210,6 +215,15 @@ enum Engine {
         var stats = ckvo_hub_stats_t()
         _ = ckvo_hub_stats(hub, &stats)
         return (Int(stats.observations), Int(stats.keys), Int(stats.pending_releases))
+    }
+
+    /// Debug builds count writer calls made under a lock of this layer
+    /// (`LockAudit`); release builds do nothing.
+    @usableFromInline @inline(__always)
+    static func auditWriterCall() {
+        #if DEBUG
+        LockAudit.checkNoLockHeld()
+        #endif
     }
 
     // MARK: Dispatch

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// A value protected by a mutex, for registration-path bookkeeping only
 /// (never taken on a notification path, never held while user code or the
@@ -30,7 +31,41 @@ final class LockedState<State>: @unchecked Sendable {
     /// Runs `body` with the state, holding the lock.
     func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
+        #if DEBUG
+        LockAudit.enter()
+        defer { LockAudit.leave() }
+        #endif
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)
     }
 }
+
+#if DEBUG
+/// Debug builds check the rule that keeps the layer free of deadlocks across
+/// the C boundary: no engine writer call (registration, removal, interning)
+/// is made while this thread holds a ``LockedState`` lock. A writer call may
+/// run release callbacks — user deinits — which may take any of these locks
+/// again on the same thread.
+enum LockAudit {
+    private final class Depth {
+        var locks = 0
+    }
+
+    private static let depth = ThreadLocal<Depth>()
+    /// Engine writer calls made while a lock was held, process-wide.
+    private static let violationCount = Atomic<Int>(0)
+
+    static func enter() { depth.value { Depth() }.locks += 1 }
+    static func leave() { depth.value { Depth() }.locks -= 1 }
+
+    /// Called by every engine writer call.
+    static func checkNoLockHeld() {
+        if let held = depth.currentValue, held.locks > 0 {
+            violationCount.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// How many engine writer calls were made under a lock so far.
+    static var violations: Int { violationCount.load(ordering: .relaxed) }
+}
+#endif
