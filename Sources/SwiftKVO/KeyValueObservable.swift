@@ -66,13 +66,23 @@ extension KeyValueObservable {
 /// Its deinitialization is what announces the owner's death, so never share
 /// one between objects or keep a reference to it beyond its owner's life.
 public final class KVORegistrar: Sendable {
-    /// The owner's address, stored when it is first observed.
-    private let ownerAddress = Atomic<UInt>(0)
+    /// The owner's address, stored when it is first observed (0 until then).
+    @usableFromInline
+    let ownerAddress = Atomic<UInt>(0)
     private let deathHandlers = LockedState<[UInt64: @Sendable () -> Void]>([:])
     private let nextHandlerID = Atomic<UInt64>(1)
 
     /// Creates a registrar for the object that stores it.
     public init() {}
+
+    /// Whether the owner may be observed: it was, at some point. A setter of
+    /// an object never observed skips the engine even while its property is
+    /// observed on other objects (one relaxed load). Never false while an
+    /// observation of the owner exists: every registration attaches the
+    /// owner before it is installed, so a change ordered after the
+    /// registration sees the address.
+    @inlinable @inline(__always)
+    var mayBeObserved: Bool { ownerAddress.load(ordering: .relaxed) != 0 }
 
     /// Notes the owner's identity; called on every registration involving it.
     @usableFromInline

@@ -89,10 +89,11 @@ public struct Observed<Value> {
         }
         @inline(__always) set {
             let state = object[keyPath: storageKeyPath].state
-            // Fast path: resolved, automatic, no dependents, nobody observing
-            // the key on any object (the key's probe: one load, no call).
+            // Fast path: resolved, automatic, no dependents, and nobody
+            // observing the key on any object (the key's probe: one load, no
+            // call) or this object never observed (one more load).
             if state & SetterState.flags == SetterState.resolved,
-                !Engine.hasObservers(SetterState.probe(state))
+                !Engine.hasObservers(SetterState.probe(state)) || !object.kvoRegistrar.mayBeObserved
             {
                 object[keyPath: storageKeyPath].storage = newValue
                 return

@@ -117,6 +117,20 @@ import Testing
 
     // MARK: 3. Every change notifies
 
+    @Test func objectFirstObservedAfterItsPropertyIsObservedElsewhereIsNotified() throws {
+        let watched = Account()
+        let quiet = Account()
+        let log = Log<String>()
+        let first = try watched.observe(\.name, options: .new) { _, c in log.append("watched \(c.newValue!)") }
+        quiet.name = "unobserved"  // the sparse path: this object was never observed
+        let second = try quiet.observe(\.name, options: .new) { _, c in log.append("quiet \(c.newValue!)") }
+        quiet.name = "now observed"
+        watched.name = "w"
+        #expect(log.values == ["quiet now observed", "watched w"])
+        first.invalidate()
+        second.invalidate()
+    }
+
     @Test func settingAnEqualValueStillNotifies() throws {
         let account = Account(name: "same")
         let counter = Counter()
