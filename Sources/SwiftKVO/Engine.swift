@@ -344,8 +344,11 @@ enum Engine {
 // MARK: - Delivered changes
 
 /// A borrowed view of the `ckvo_change_t` the engine delivers; valid only
-/// during the callback. Typed reads are done by the observation that knows
-/// the value type (the convention between announcer and observer).
+/// during the callback. Its values are typed by the observation reading
+/// them, as the value type its registration checked the key carries: a
+/// property's declared type or a dependent key's (``KeyPathRegistry``), or a
+/// chain's leaf type (``KeyPathChain``). A key's setters announce only values
+/// of that type.
 @usableFromInline
 struct EngineChange {
     @usableFromInline
