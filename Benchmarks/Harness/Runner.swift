@@ -133,9 +133,23 @@ struct Runner {
     }
 
     /// Sparse observation: each peer's fixture with one object in a hundred observed and the
-    /// same fixture with none observed, all sampled interleaved; the ratio is the first ÷ the second.
+    /// same objects with none observed, sampled interleaved, and the peer's no-observer setter
+    /// (one object). The setters are measured first, before any sparse fixture exists: SwiftKVO
+    /// tracks observation per class and property, so a setter measured while another object of
+    /// its class is observed would be the sparse case itself. The ratios are the sparse fixture
+    /// ÷ each of the others.
     private func runSparse(_ spec: WorkloadSpec, on peers: [any Peer]) -> [PeerResult] {
         var results = peers.map { PeerResult(peer: $0.id, title: $0.title) }
+        var setters: [(index: Int, fixture: any Fixture)] = []
+        for (i, peer) in peers.enumerated() {
+            if let setter = peer.makeNoObserverSetter() { setters.append((i, setter)) }
+        }
+        let setterMeasurements = Sampler.measureInterleaved(setters.map(\.fixture), plan: plan)
+        for (entry, measurement) in zip(setters, setterMeasurements) {
+            results[entry.index].setterNsPerUnit = measurement.nsPerUnit
+            entry.fixture.tearDown()
+        }
+
         var fixtures: [(index: Int, sparse: any Fixture, none: any Fixture)] = []
         for (i, peer) in peers.enumerated() {
             if let sparse = peer.makeSparse(subjects: spec.size, observed: true),
@@ -146,18 +160,20 @@ struct Runner {
                 progress("[\(spec.name)] \(peer.id): —")
             }
         }
-        let measurements = Sampler.measureInterleaved(
-            fixtures.flatMap { [$0.sparse, $0.none] }, plan: plan)
+        let measurements = Sampler.measureInterleaved(fixtures.flatMap { [$0.sparse, $0.none] }, plan: plan)
         for (n, entry) in fixtures.enumerated() {
             let sparse = measurements[2 * n], none = measurements[2 * n + 1]
-            results[entry.index].nsPerUnit = sparse.nsPerUnit
-            results[entry.index].iterationsPerSample = sparse.iterationsPerSample
-            results[entry.index].noObserverNsPerUnit = none.nsPerUnit
-            let ratio = sparse.nsPerUnit.median / none.nsPerUnit.median
-            results[entry.index].sparseRatio = ratio
+            var result = results[entry.index]
+            result.nsPerUnit = sparse.nsPerUnit
+            result.iterationsPerSample = sparse.iterationsPerSample
+            result.noObserverNsPerUnit = none.nsPerUnit
+            result.sparseRatio = sparse.nsPerUnit.median / none.nsPerUnit.median
+            result.setterRatio = result.setterNsPerUnit.map { sparse.nsPerUnit.median / $0.median }
+            results[entry.index] = result
             progress(
                 "[\(spec.name)] \(peers[entry.index].id): \(format(sparse.nsPerUnit.median)) ns/set, "
-                    + "none observed \(format(none.nsPerUnit.median)) ns, ratio \(format(ratio))")
+                    + "none observed \(format(none.nsPerUnit.median)) ns, no-observer setter "
+                    + (result.setterNsPerUnit.map { "\(format($0.median)) ns" } ?? "—"))
         }
         for entry in fixtures {
             entry.sparse.tearDown()

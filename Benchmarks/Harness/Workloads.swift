@@ -75,10 +75,13 @@ struct PeerResult: Codable, Sendable {
     /// Contention: ns per callback on one thread, and the N-thread throughput ÷ one thread's.
     var singleThreadNsPerUnit: Stats?
     var scalingRatio: Double?
-    /// Sparse observation: ns per set when no object of the class is observed, and
-    /// ns per unobserved set (`nsPerUnit`) ÷ that.
+    /// Sparse observation: ns per set of the same objects when none of them is observed, and
+    /// ns per unobserved set (`nsPerUnit`) ÷ that; the peer's no-observer setter (one object,
+    /// as in setter-no-observers), and `nsPerUnit` ÷ that.
     var noObserverNsPerUnit: Stats?
     var sparseRatio: Double?
+    var setterNsPerUnit: Stats?
+    var setterRatio: Double?
     /// Memory: bytes per observation, one key / one object each.
     var bytesPerObservationOneKey: Double?
     var bytesPerObservationPerObject: Double?

@@ -119,10 +119,22 @@ struct SwiftKVOTokenPeer: FixtureFactories {
 // MARK: - Sparse observation and one object per thread
 
 extension SwiftKVOTokenPeer.Subject: SparseSubject {}
+extension SwiftKVOTokenPeer.UnobservedSubject: SparseSubject {}
 
 extension SwiftKVOTokenPeer {
+    /// `Subject` with another name. Observing is tracked per class and property, so the
+    /// sparse workload's "none observed" side needs a class that nobody observes while the
+    /// observed side's `Subject` objects exist.
+    final class UnobservedSubject: KeyValueObservable, @unchecked Sendable {
+        let kvoRegistrar = KVORegistrar()
+        @Observed var value = 0
+    }
+
     func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)? {
-        SparseFixture<Subject>(subjects: subjects, observed: observed) { subject in
+        guard observed else {
+            return SparseFixture<UnobservedSubject>(subjects: subjects, observed: false) { _ in nil }
+        }
+        return SparseFixture<Subject>(subjects: subjects, observed: true) { subject in
             SwiftKVOTokenPeer.observe(subject, observer: BenchObserver())
         } release: { token in
             (token as! ObservationToken).invalidate()
