@@ -64,7 +64,8 @@ loop(100)
 _ = perfcheck_take_count()
 let allocations = measure(loop, iterations: iterations)
 let callbacks = perfcheck_take_count()
-if callbacks != iterations * fixture.callbacksPerOperation {
-    fail("\(fixture.name): \(callbacks) callbacks for \(iterations) operations, expected \(iterations * fixture.callbacksPerOperation)")
+let expected = iterations * fixture.callbacksPerOperation
+if callbacks != expected {
+    fail("\(fixture.name): \(callbacks) callbacks for \(iterations) operations, expected \(expected)")
 }
 print("allocations=\(allocations) callbacks=\(callbacks)")

@@ -5,8 +5,8 @@
 
 static long perfcheck_count;
 
-__attribute__((noinline)) long perfcheck_measure(perfcheck_body_t body, void *context,
-						 long iterations)
+__attribute__((noinline)) long
+perfcheck_measure(perfcheck_body_t body, void *context, long iterations)
 {
 	if (!skvo_alloc_counting_supported()) {
 		body(context, iterations);
