@@ -132,10 +132,11 @@ def write_baseline(path, results, iterations):
     valgrind = run(["valgrind", "--version"]).stdout.strip()
     swift = run(["swift", "--version"]).stdout.splitlines()[0].strip()
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    source = describe_source()  # before opening: truncating the baseline would count as a change
     with open(path, "w") as f:
         f.write(
             "# PerfCheck baseline: instructions and heap allocations per operation (make perf-check).\n"
-            f"# Made by `make perf-baseline` at commit {describe_source()}, {date}.\n"
+            f"# Made by `make perf-baseline` at commit {source}, {date}.\n"
             f"# {swift}; {valgrind}, callgrind, {os.uname().machine}.\n"
             f"# Each value is (count at {2 * iterations} operations - count at {iterations}) / {iterations},\n"
             f"# counted inside perfcheck_measure on the measuring thread, mean of {LAYOUTS} heap layouts\n"
