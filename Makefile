@@ -40,6 +40,8 @@ help:
 	@echo "make fuzz     FUZZ_SECONDS=60: libFuzzer on the C API against a model, corpus in Tests/Fuzz"
 	@echo "make soak     SOAK_SECONDS=60: every workload at once, exact accounting, memory back to baseline"
 	@echo "make soak-tsan  SOAK_TSAN_SECONDS=20: the soak in the ThreadSanitizer build of make tsan"
+	@echo "make perf-check  instructions and allocations per hot operation (callgrind) against the baseline"
+	@echo "make perf-baseline  measure again and rewrite Tests/PerfCheck/baseline.tsv (commit it, saying why)"
 
 deps:
 	@echo "== deps: Concurrency Kit"
@@ -185,6 +187,46 @@ soak-tsan: deps
 	@echo "== soak under ThreadSanitizer: $(SOAK_TSAN_SECONDS) s"
 	TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) run --sanitize=thread --scratch-path .build-tsan \
 		Soak --seconds $(SOAK_TSAN_SECONDS)
+
+# ----------------------------------------------------------- performance gate
+
+# make perf-check (Tests/PerfCheck/README.md): fixed-iteration fixtures of the hot operations,
+# counted under callgrind (instructions and heap allocations per operation, which repeat exactly
+# for the same binary), against Tests/PerfCheck/baseline.tsv. Fails on more than +3%
+# instructions or any rise in allocations; make perf-baseline rewrites the baseline. The
+# fixture binary is a release build in a scratch folder of its own.
+PERF_SCRATCH  := .build-perf
+PERF_BASELINE := Tests/PerfCheck/baseline.tsv
+PERF_CHECK    := python3 Tests/PerfCheck/perf_check.py --binary $(PERF_SCRATCH)/release/PerfCheck \
+	--baseline $(PERF_BASELINE)
+
+.PHONY: perf-deps perf-build perf-check perf-baseline perf-clean
+
+perf-deps:
+	@echo "== perf-deps: valgrind, strip, python3"
+	@if ! command -v valgrind >/dev/null 2>&1 || ! command -v strip >/dev/null 2>&1 \
+		|| ! command -v python3 >/dev/null 2>&1; then \
+		echo "installing valgrind, binutils and python3"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind binutils python3; \
+	fi
+	@valgrind --version
+
+perf-build: deps
+	@echo "== perf-build: PerfCheck, -c release, in $(PERF_SCRATCH)"
+	$(SWIFT) build -c release --scratch-path $(PERF_SCRATCH) --product PerfCheck
+
+perf-check: perf-deps perf-build
+	@echo "== perf-check: instructions and allocations per operation against $(PERF_BASELINE)"
+	$(PERF_CHECK)
+
+perf-baseline: perf-deps perf-build
+	@echo "== perf-baseline: rewriting $(PERF_BASELINE)"
+	$(PERF_CHECK) --update
+
+perf-clean:
+	rm -rf $(PERF_SCRATCH)
+
+clean: perf-clean
 
 clean:
 	rm -rf $(BUILD) .build .build-tsan .build-asan .build-release-tests

@@ -72,6 +72,15 @@ let package = Package(
             path: "Benchmarks",
             exclude: ["CFloor", "README.md"]
         ),
+        // `make perf-check`: fixed-iteration fixtures of the hot operations, whose instructions
+        // and allocations per operation are counted under callgrind (Tests/PerfCheck/README.md).
+        .target(
+            name: "CPerfCheck", dependencies: ["CKVOCore", "SwiftKVOTestSupport"],
+            path: "Tests/PerfCheck/CSupport"),
+        .executableTarget(
+            name: "PerfCheck", dependencies: ["CKVOCore", "CPerfCheck", "SwiftKVO"],
+            path: "Tests/PerfCheck",
+            exclude: ["CSupport", "README.md", "perf_check.py", "baseline.tsv"]),
         // The soak test (`make soak`): every workload at once for a bounded time, with exact
         // accounting. Its C helpers (self-checking callbacks, the event clock) are a target of their own.
         .target(name: "CSoakSupport", dependencies: ["CKVOCore"], path: "Tests/Soak/CSupport"),

@@ -107,9 +107,10 @@ enum Sampler {
     }
 
     /// Contention: the same fixture on one thread and on `threads` threads at once, each
-    /// thread doing the same iterations. One-thread and N-thread samples alternate, so a
-    /// change in machine load hits both sides of the ratio alike. N-thread ns per unit is
-    /// wall time ÷ units done by all threads together.
+    /// thread doing the same iterations (on its own object, for a `ThreadIndexedFixture`).
+    /// One-thread and N-thread samples alternate, so a change in machine load hits both
+    /// sides of the ratio alike. N-thread ns per unit is wall time ÷ units done by all
+    /// threads together.
     static func measureContention(_ fixture: any Fixture, threads: Int, plan: SamplingPlan)
         -> (single: Measurement, multi: Measurement)
     {
@@ -117,7 +118,7 @@ enum Sampler {
         let iterations = iterationsPerSample(secondsPerIteration: perIteration, plan: plan)
         let unitsPerThread = iterations * fixture.unitsPerIteration
         // Warm-up on all threads.
-        _ = runOnThreads(threads) { _ in fixture.run(max(1, iterations / 10)) }
+        _ = runOnThreads(threads) { thread in run(fixture, max(1, iterations / 10), thread: thread) }
         var single: [Double] = [], multi: [Double] = []
         var singleDiscrepancy = 0, multiDiscrepancy = 0
         for _ in 0..<plan.samples {
@@ -128,7 +129,7 @@ enum Sampler {
             singleDiscrepancy += Int(cbench_take_count()) - unitsPerThread
             single.append(elapsed / Double(unitsPerThread))
 
-            let result = runOnThreads(threads) { _ in fixture.run(iterations) }
+            let result = runOnThreads(threads) { thread in run(fixture, iterations, thread: thread) }
             multiDiscrepancy += Int(result.callbacks) - threads * unitsPerThread
             multi.append(result.wallSeconds * 1e9 / Double(threads * unitsPerThread))
         }
@@ -141,5 +142,14 @@ enum Sampler {
                 nsPerUnit: Stats(multi), iterationsPerSample: iterations,
                 callbackDiscrepancy: checked ? multiDiscrepancy : nil)
         )
+    }
+
+    /// `fixture.run` on thread `thread` (its own object, for a `ThreadIndexedFixture`).
+    private static func run(_ fixture: any Fixture, _ iterations: Int, thread: Int) {
+        if let perThread = fixture as? any ThreadIndexedFixture {
+            perThread.run(iterations, thread: thread)
+        } else {
+            fixture.run(iterations)
+        }
     }
 }

@@ -25,6 +25,12 @@ protocol Peer: Sendable {
     func makeNoObserverSetter() -> (any Fixture)?
     /// `observers` observers of one key; `run` is called from several threads at once.
     func makeContention(observers: Int) -> (any Fixture)?
+    /// One object per thread (`threads` of them), each observed by the same `observers`
+    /// observers; `run(_:thread:)` is called from several threads at once (OwnObjects.swift).
+    func makeContentionOwnObjects(observers: Int, threads: Int) -> (any ThreadIndexedFixture)?
+    /// `subjects` objects of one class, one in a hundred observed (none when `observed` is
+    /// false); an iteration sets the next unobserved object, round-robin (SparseFixture.swift).
+    func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)?
     /// A key with `observers` observers; an iteration is one observe + unobserve pair.
     /// With `concurrentDispatcher`, another thread changes the key non-stop meanwhile.
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)?
@@ -38,6 +44,8 @@ extension Peer {
     func makeManySubjects(subjects: Int) -> (any Fixture)? { nil }
     func makeNoObserverSetter() -> (any Fixture)? { nil }
     func makeContention(observers: Int) -> (any Fixture)? { nil }
+    func makeContentionOwnObjects(observers: Int, threads: Int) -> (any ThreadIndexedFixture)? { nil }
+    func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)? { nil }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? { nil }
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? { nil }
 }

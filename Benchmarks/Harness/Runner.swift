@@ -39,13 +39,15 @@ struct Runner {
             toRun = peers.filter { peer in toRun.contains { $0.id == peer.id } }
             var results: [PeerResult]
             switch spec.kind {
-            case .memory, .contention: results = toRun.map { run(spec, on: $0) }
+            case .memory, .contention, .contentionOwnObjects: results = toRun.map { run(spec, on: $0) }
+            case .sparse: results = runSparse(spec, on: toRun)
             default: results = runInterleaved(spec, on: toRun)
             }
             computeSpeedups(&results, kind: spec.kind)
             workloads.append(WorkloadResult(
                 name: spec.name, kind: spec.kind, size: spec.size, title: spec.title, unit: spec.unit,
-                threads: spec.kind == .contention ? threads : nil, results: results))
+                threads: [.contention, .contentionOwnObjects].contains(spec.kind) ? threads : nil,
+                results: results))
         }
         return (workloads, runExtras())
     }
@@ -64,8 +66,12 @@ struct Runner {
                 peer.measureMemory(observations: spec.size, perObject: true)?.bytesPerObservation
             progress("\(label): \(format(oneKey.bytesPerObservation)) B/observation (one key)")
             return result
-        case .contention:
-            guard let fixture = peer.makeContention(observers: spec.size) else {
+        case .contention, .contentionOwnObjects:
+            let made: (any Fixture)? =
+                spec.kind == .contention
+                ? peer.makeContention(observers: spec.size)
+                : peer.makeContentionOwnObjects(observers: spec.size, threads: threads)
+            guard let fixture = made else {
                 progress("\(label): —")
                 return result
             }
@@ -105,7 +111,7 @@ struct Runner {
             case .churn: fixture = peer.makeChurn(observers: spec.size, concurrentDispatcher: false)
             case .churnWithDispatcher:
                 fixture = peer.makeChurn(observers: spec.size, concurrentDispatcher: true)
-            case .memory, .contention: fixture = nil
+            case .memory, .contention, .contentionOwnObjects, .sparse: fixture = nil
             }
             if let fixture {
                 fixtures.append((i, fixture))
@@ -123,6 +129,56 @@ struct Runner {
             warnIfMiscounted(label, measurement.callbackDiscrepancy)
         }
         for entry in fixtures { entry.fixture.tearDown() }
+        return results
+    }
+
+    /// Sparse observation: each peer's fixture with one object in a hundred observed and the
+    /// same objects with none observed, sampled interleaved, and the peer's no-observer setter
+    /// (one object). The setters are measured first, before any sparse fixture exists: SwiftKVO
+    /// tracks observation per class and property, so a setter measured while another object of
+    /// its class is observed would be the sparse case itself. The ratios are the sparse fixture
+    /// ÷ each of the others.
+    private func runSparse(_ spec: WorkloadSpec, on peers: [any Peer]) -> [PeerResult] {
+        var results = peers.map { PeerResult(peer: $0.id, title: $0.title) }
+        var setters: [(index: Int, fixture: any Fixture)] = []
+        for (i, peer) in peers.enumerated() {
+            if let setter = peer.makeNoObserverSetter() { setters.append((i, setter)) }
+        }
+        let setterMeasurements = Sampler.measureInterleaved(setters.map(\.fixture), plan: plan)
+        for (entry, measurement) in zip(setters, setterMeasurements) {
+            results[entry.index].setterNsPerUnit = measurement.nsPerUnit
+            entry.fixture.tearDown()
+        }
+
+        var fixtures: [(index: Int, sparse: any Fixture, none: any Fixture)] = []
+        for (i, peer) in peers.enumerated() {
+            if let sparse = peer.makeSparse(subjects: spec.size, observed: true),
+                let none = peer.makeSparse(subjects: spec.size, observed: false)
+            {
+                fixtures.append((i, sparse, none))
+            } else {
+                progress("[\(spec.name)] \(peer.id): —")
+            }
+        }
+        let measurements = Sampler.measureInterleaved(fixtures.flatMap { [$0.sparse, $0.none] }, plan: plan)
+        for (n, entry) in fixtures.enumerated() {
+            let sparse = measurements[2 * n], none = measurements[2 * n + 1]
+            var result = results[entry.index]
+            result.nsPerUnit = sparse.nsPerUnit
+            result.iterationsPerSample = sparse.iterationsPerSample
+            result.noObserverNsPerUnit = none.nsPerUnit
+            result.sparseRatio = sparse.nsPerUnit.median / none.nsPerUnit.median
+            result.setterRatio = result.setterNsPerUnit.map { sparse.nsPerUnit.median / $0.median }
+            results[entry.index] = result
+            progress(
+                "[\(spec.name)] \(peers[entry.index].id): \(format(sparse.nsPerUnit.median)) ns/set, "
+                    + "none observed \(format(none.nsPerUnit.median)) ns, no-observer setter "
+                    + (result.setterNsPerUnit.map { "\(format($0.median)) ns" } ?? "—"))
+        }
+        for entry in fixtures {
+            entry.sparse.tearDown()
+            entry.none.tearDown()
+        }
         return results
     }
 

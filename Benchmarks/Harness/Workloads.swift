@@ -5,7 +5,9 @@ enum WorkloadKind: String, Codable, Sendable {
     case fanOut = "fan-out"
     case manySubjects = "many-subjects"
     case noObservers = "setter-no-observers"
+    case sparse = "sparse-observation"
     case contention
+    case contentionOwnObjects = "contention-own-objects"
     case churn
     case churnWithDispatcher = "churn+dispatcher"
     case memory
@@ -37,8 +39,16 @@ struct WorkloadSpec: Sendable {
             kind: .noObservers, size: 0, name: "setter-no-observers",
             title: "Setter with no observers", unit: "set"))
         specs.append(WorkloadSpec(
+            kind: .sparse, size: 10_000, name: "sparse-observation/10000",
+            title: "Sparse observation: 10,000 objects of one class, 1 in 100 observed, "
+                + "the unobserved ones set round-robin", unit: "set"))
+        specs.append(WorkloadSpec(
             kind: .contention, size: 10, name: "contention/10",
             title: "Contention: \(threads) threads changing one key with 10 observers", unit: "callback"))
+        specs.append(WorkloadSpec(
+            kind: .contentionOwnObjects, size: 10, name: "contention-own-objects/10",
+            title: "Contention: \(threads) threads, each changing its own object; the same 10 observers "
+                + "observe every object", unit: "callback"))
         specs.append(WorkloadSpec(
             kind: .churn, size: 100, name: "churn/100",
             title: "Churn: observe + unobserve on a key with 100 observers", unit: "pair"))
@@ -65,6 +75,13 @@ struct PeerResult: Codable, Sendable {
     /// Contention: ns per callback on one thread, and the N-thread throughput ÷ one thread's.
     var singleThreadNsPerUnit: Stats?
     var scalingRatio: Double?
+    /// Sparse observation: ns per set of the same objects when none of them is observed, and
+    /// ns per unobserved set (`nsPerUnit`) ÷ that; the peer's no-observer setter (one object,
+    /// as in setter-no-observers), and `nsPerUnit` ÷ that.
+    var noObserverNsPerUnit: Stats?
+    var sparseRatio: Double?
+    var setterNsPerUnit: Stats?
+    var setterRatio: Double?
     /// Memory: bytes per observation, one key / one object each.
     var bytesPerObservationOneKey: Double?
     var bytesPerObservationPerObject: Double?

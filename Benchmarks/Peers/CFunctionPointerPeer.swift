@@ -91,11 +91,14 @@ struct CFunctionPointerPeer: FixtureFactories {
 class CFloorSubjects: @unchecked Sendable {
     let subjects: UnsafeMutablePointer<OpaquePointer?>
     let count: Int
+    /// Whether tearDown destroys the subjects (false: someone else owns them).
+    private let owned: Bool
     var cursor = 0
     let unitsPerIteration = 1
 
     init(count: Int, observe: (OpaquePointer) -> Void) {
         self.count = count
+        owned = true
         subjects = .allocate(capacity: count)
         for i in 0..<count {
             let subject = cbench_subject_create()!
@@ -104,13 +107,81 @@ class CFloorSubjects: @unchecked Sendable {
         }
     }
 
+    /// Round-robin over subjects that the caller keeps and destroys.
+    init(borrowing borrowed: [OpaquePointer]) {
+        count = borrowed.count
+        owned = false
+        subjects = .allocate(capacity: count)
+        for (i, subject) in borrowed.enumerated() { subjects[i] = subject }
+    }
+
     func run(_ iterations: Int) {
         cbench_subjects_round_robin(subjects, count, cursor, iterations)
         cursor = (cursor + iterations) % count
     }
 
     func tearDown() {
-        for i in 0..<count { cbench_subject_destroy(subjects[i]) }
+        if owned {
+            for i in 0..<count { cbench_subject_destroy(subjects[i]) }
+        }
         subjects.deallocate()
+    }
+}
+
+// MARK: - Sparse observation and one object per thread
+
+extension CFunctionPointerPeer {
+    /// Subjects of the floor, one in a hundred observed (when `observed`); the C loop sets
+    /// the unobserved ones round-robin.
+    final class Sparse: Fixture, @unchecked Sendable {
+        let all: [OpaquePointer]
+        let unobserved: CFloorSubjects
+        let unitsPerIteration = 1
+        var unitsAreCallbacks: Bool { false }
+        init(subjects count: Int, observed: Bool) {
+            let all = (0..<count).map { _ in cbench_subject_create()! }
+            for (index, subject) in all.enumerated() where observed && SparseWorkload.isObserved(index) {
+                precondition(cbench_subject_observe(subject, cbench_tick_callback, nil, nil) == 0)
+            }
+            self.all = all
+            unobserved = CFloorSubjects(borrowing: SparseWorkload.unobservedIndexes(count).map { all[$0] })
+        }
+        func run(_ iterations: Int) { unobserved.run(iterations) }
+        func tearDown() {
+            unobserved.tearDown()
+            for subject in all { cbench_subject_destroy(subject) }
+        }
+    }
+
+    /// One subject per thread, each with the same observers (the same function and contexts).
+    final class OwnObjectsFixture: ThreadIndexedFixture, @unchecked Sendable {
+        let subjects: [OpaquePointer]
+        let unitsPerIteration: Int
+        init(observers: Int, threads: Int) {
+            subjects = (0..<threads * OwnObjects.spacing).map { _ in cbench_subject_create()! }
+            unitsPerIteration = observers
+            for thread in 0..<threads {
+                for i in 0..<observers {
+                    let status = cbench_subject_observe(
+                        subjects[OwnObjects.index(ofThread: thread)], cbench_tick_callback,
+                        UnsafeMutableRawPointer(bitPattern: i + 1), nil)
+                    precondition(status == 0)
+                }
+            }
+        }
+        func run(_ iterations: Int, thread: Int) {
+            cbench_subject_set_loop(subjects[OwnObjects.index(ofThread: thread)], iterations)
+        }
+        func tearDown() {
+            for subject in subjects { cbench_subject_destroy(subject) }
+        }
+    }
+
+    func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)? {
+        Sparse(subjects: subjects, observed: observed)
+    }
+
+    func makeContentionOwnObjects(observers: Int, threads: Int) -> (any ThreadIndexedFixture)? {
+        OwnObjectsFixture(observers: observers, threads: threads)
     }
 }

@@ -105,3 +105,20 @@ struct ObservationTrackingPeer: FixtureFactories {
         }
     }
 }
+
+// MARK: - Sparse observation
+
+extension ObservationTrackingPeer.Model: SparseSubject {}
+
+extension ObservationTrackingPeer {
+    /// The observed models keep one re-arming tracker each; the unobserved models' sets
+    /// still go through the registrar.
+    func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)? {
+        SparseFixture<Model>(subjects: subjects, observed: observed) { model in
+            Tracker(model: model, observer: BenchObserver())
+        } release: { tracker in
+            let tracker = tracker as! Tracker
+            ObservationTrackingPeer.stop([tracker], models: [tracker.model])
+        }
+    }
+}

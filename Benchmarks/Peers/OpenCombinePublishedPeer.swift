@@ -92,3 +92,16 @@ struct OpenCombinePublishedPeer: FixtureFactories {
         }
     }
 }
+
+// MARK: - Sparse observation
+
+extension OpenCombinePublishedPeer.Model: SparseSubject {}
+
+extension OpenCombinePublishedPeer {
+    /// An unobserved model's set still sends through its publisher, which has no subscriber.
+    func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)? {
+        SparseFixture<Model>(subjects: subjects, observed: observed) { model in
+            OpenCombinePublishedPeer.observe(model, observer: BenchObserver())
+        }
+    }
+}

@@ -109,3 +109,17 @@ struct SwiftClosureArrayPeer: FixtureFactories {
         } release: { _, _, _ in }
     }
 }
+
+// MARK: - Sparse observation
+
+extension SwiftClosureArrayPeer.Subject: SparseSubject {}
+
+extension SwiftClosureArrayPeer {
+    /// An unobserved subject's didSet walks an empty array.
+    func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)? {
+        SparseFixture<Subject>(subjects: subjects, observed: observed) { subject in
+            subject.observe(SwiftClosureArrayPeer.callback(for: BenchObserver()))
+            return nil
+        }
+    }
+}

@@ -176,3 +176,60 @@ extension SwiftKVOCPeer {
         return (Double(t1 - t0) / 1e9, Double(t2 - t1) / 1e9)
     }
 }
+
+// MARK: - Sparse observation and one object per thread
+
+extension SwiftKVOCPeer {
+    /// One object in a hundred observed (when `observed`); the setter announces every set of
+    /// the unobserved ones, as the no-observer row's does.
+    final class Sparse: Fixture, @unchecked Sendable {
+        let world: World
+        let unobserved: [Int]
+        var cursor = 0
+        let unitsPerIteration = 1
+        var unitsAreCallbacks: Bool { false }
+        init(subjects count: Int, observed: Bool) {
+            world = World(objects: count)
+            unobserved = SparseWorkload.unobservedIndexes(count)
+            for index in 0..<count where observed && SparseWorkload.isObserved(index) {
+                world.observe(object: index, context: 1)
+            }
+        }
+        func run(_ iterations: Int) {
+            var index = cursor
+            for i in 0..<iterations {
+                world.set(object: unobserved[index], i)
+                index += 1
+                if index == unobserved.count { index = 0 }
+            }
+            cursor = index
+        }
+        func tearDown() { world.destroy() }
+    }
+
+    /// One object per thread, each observed with the same callback and contexts.
+    final class OwnObjectsFixture: ThreadIndexedFixture, @unchecked Sendable {
+        let world: World
+        let unitsPerIteration: Int
+        init(observers: Int, threads: Int) {
+            world = World(objects: threads * OwnObjects.spacing)
+            unitsPerIteration = observers
+            for thread in 0..<threads {
+                for i in 0..<observers { world.observe(object: OwnObjects.index(ofThread: thread), context: i + 1) }
+            }
+        }
+        func run(_ iterations: Int, thread: Int) {
+            let object = OwnObjects.index(ofThread: thread)
+            for i in 0..<iterations { world.set(object: object, i) }
+        }
+        func tearDown() { world.destroy() }
+    }
+
+    func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)? {
+        Sparse(subjects: subjects, observed: observed)
+    }
+
+    func makeContentionOwnObjects(observers: Int, threads: Int) -> (any ThreadIndexedFixture)? {
+        OwnObjectsFixture(observers: observers, threads: threads)
+    }
+}

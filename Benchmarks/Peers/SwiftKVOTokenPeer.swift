@@ -116,3 +116,61 @@ struct SwiftKVOTokenPeer: FixtureFactories {
         }
     }
 }
+
+// MARK: - Sparse observation and one object per thread
+
+extension SwiftKVOTokenPeer.Subject: SparseSubject {}
+extension SwiftKVOTokenPeer.UnobservedSubject: SparseSubject {}
+
+extension SwiftKVOTokenPeer {
+    /// `Subject` with another name. Observing is tracked per class and property, so the
+    /// sparse workload's "none observed" side needs a class that nobody observes while the
+    /// observed side's `Subject` objects exist.
+    final class UnobservedSubject: KeyValueObservable, @unchecked Sendable {
+        let kvoRegistrar = KVORegistrar()
+        @Observed var value = 0
+    }
+
+    func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)? {
+        guard observed else {
+            return SparseFixture<UnobservedSubject>(subjects: subjects, observed: false) { _ in nil }
+        }
+        return SparseFixture<Subject>(subjects: subjects, observed: true) { subject in
+            SwiftKVOTokenPeer.observe(subject, observer: BenchObserver())
+        } release: { token in
+            (token as! ObservationToken).invalidate()
+        }
+    }
+
+    /// One subject per thread, each observed by the same observer objects. Each thread
+    /// assigns only its own subject, so no store races.
+    final class OwnObjectsFixture: ThreadIndexedFixture, @unchecked Sendable {
+        let subjects: [Subject]
+        var tokens: [ObservationToken] = []
+        let unitsPerIteration: Int
+        init(observers count: Int, threads: Int) {
+            subjects = (0..<threads * OwnObjects.spacing).map { _ in Subject() }
+            unitsPerIteration = count
+            let observers = (0..<count).map { _ in BenchObserver() }
+            for thread in 0..<threads {
+                let subject = subjects[OwnObjects.index(ofThread: thread)]
+                for observer in observers { tokens.append(SwiftKVOTokenPeer.observe(subject, observer: observer)) }
+                // The first assignment resolves the property's key (single-threaded).
+                subject.value = -1
+            }
+            _ = cbench_take_count()
+        }
+        func run(_ iterations: Int, thread: Int) {
+            let subject = subjects[OwnObjects.index(ofThread: thread)]
+            for i in 0..<iterations { subject.value = i }
+        }
+        func tearDown() {
+            for token in tokens { token.invalidate() }
+            tokens.removeAll()
+        }
+    }
+
+    func makeContentionOwnObjects(observers: Int, threads: Int) -> (any ThreadIndexedFixture)? {
+        OwnObjectsFixture(observers: observers, threads: threads)
+    }
+}

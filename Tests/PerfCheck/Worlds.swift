@@ -1,0 +1,84 @@
+// Worlds.swift — the observed objects the fixtures set up, through the C API
+// and the Swift API.
+
+import CKVOCore
+import CPerfCheck
+import SwiftKVO
+
+/// The C API: a hub, a key, one heap Int whose address is the observed object,
+/// and a setter that stores and announces with old and new values.
+final class CWorld {
+    let hub: OpaquePointer
+    let key: ckvo_key_t
+    let object = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+
+    init(observers: Int) {
+        hub = ckvo_hub_create()!
+        key = ckvo_key_intern(hub, "value", nil)
+        precondition(key != 0, "ckvo_key_intern failed")
+        object.initialize(to: 0)
+        for i in 0..<observers { _ = observe(context: i + 1) }
+    }
+
+    /// One observation with its own context (the same context twice would be a duplicate).
+    func observe(context: Int) -> ckvo_token_t {
+        var token: ckvo_token_t = 0
+        let status = ckvo_observe(
+            hub, object, key, ckvo_options_t(CKVO_OPTION_NEW), nil, perfcheck_ckvo_callback,
+            UnsafeMutableRawPointer(bitPattern: context), nil, &token)
+        precondition(status == CKVO_OK, "ckvo_observe: \(String(cString: ckvo_strerror(status.rawValue)))")
+        return token
+    }
+
+    func set(_ newValue: Int) {
+        var old = object.pointee
+        var new = newValue
+        object.pointee = newValue
+        withUnsafePointer(to: &old) { old in
+            withUnsafePointer(to: &new) { new in
+                var change = ckvo_change_t(
+                    object: UnsafeRawPointer(object), old_value: old, new_value: new, indexes: nil,
+                    index_count: 0, key: key, kind: CKVO_KIND_SETTING, is_prior: false, is_initial: false)
+                _ = ckvo_did_change(hub, &change)
+            }
+        }
+    }
+
+    var setLoop: (Int) -> Void {
+        { n in for i in 0..<n { self.set(i) } }
+    }
+}
+
+/// The Swift API as its docs show it first.
+final class Subject: KeyValueObservable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var value = 0
+}
+
+/// A class of its own that nothing ever observes.
+final class Quiet: KeyValueObservable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var value = 0
+}
+
+/// A subject observed through tokens.
+final class TokenWorld {
+    let subject = Subject()
+    var tokens: [ObservationToken] = []
+
+    init(observers: Int) {
+        for _ in 0..<observers { tokens.append(observe()) }
+    }
+
+    func observe() -> ObservationToken {
+        subject.observe(\.value, options: .new) { _, _ in perfcheck_tick() }
+    }
+
+    var setLoop: (Int) -> Void {
+        { n in for i in 0..<n { self.subject.value = i } }
+    }
+}
+
+let perfCheckNote = NotificationHub.Name("PerfCheckNote")
+final class Sender {}
+final class Listener {}
