@@ -23,7 +23,7 @@ enum ChangeAnnouncement {
         let dependents =
             state & SetterState.hasDependents != 0
             ? Dependencies.willChange(of: key, on: object) : nil
-        if Engine.hasObservers(probe), object.kvoRegistrar.mayBeObserved {
+        if Engine.hasObservers(probe) {
             let address = Engine.address(object)
             let old = before()
             if Engine.hasPriorObservers(probe) { announce(true, key, address, old) }

@@ -69,7 +69,7 @@ extension Fixture {
                 let sender = Sender()
                 let observers = (0..<10).map { _ in Listener() }
                 for observer in observers {
-                    NotificationHub.default.addObserver(observer, name: perfCheckNote, object: sender) { _, _ in
+                    try! NotificationHub.default.addObserver(observer, name: perfCheckNote, object: sender) { _, _ in
                         perfcheck_tick()
                     }
                 }
