@@ -5,7 +5,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// A value protected by a mutex, for registration-path bookkeeping only
 /// (never taken on a notification path, never held while user code or the
@@ -47,25 +46,22 @@ final class LockedState<State>: @unchecked Sendable {
 /// run release callbacks — user deinits — which may take any of these locks
 /// again on the same thread.
 enum LockAudit {
-    private final class Depth {
-        var locks = 0
+    private final class ThreadAudit {
+        var locksHeld = 0
+        var violations = 0
     }
 
-    private static let depth = ThreadLocal<Depth>()
-    /// Engine writer calls made while a lock was held, process-wide.
-    private static let violationCount = Atomic<Int>(0)
+    private static let audit = ThreadLocal<ThreadAudit>()
 
-    static func enter() { depth.value { Depth() }.locks += 1 }
-    static func leave() { depth.value { Depth() }.locks -= 1 }
+    static func enter() { audit.value { ThreadAudit() }.locksHeld += 1 }
+    static func leave() { audit.value { ThreadAudit() }.locksHeld -= 1 }
 
     /// Called by every engine writer call.
     static func checkNoLockHeld() {
-        if let held = depth.currentValue, held.locks > 0 {
-            violationCount.add(1, ordering: .relaxed)
-        }
+        if let thread = audit.currentValue, thread.locksHeld > 0 { thread.violations += 1 }
     }
 
-    /// How many engine writer calls were made under a lock so far.
-    static var violations: Int { violationCount.load(ordering: .relaxed) }
+    /// How many engine writer calls this thread made under a lock so far.
+    static var violationsOnThisThread: Int { audit.currentValue?.violations ?? 0 }
 }
 #endif
