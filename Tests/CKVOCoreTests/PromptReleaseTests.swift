@@ -49,6 +49,24 @@ import Glibc
         #expect(result == Int32(CKVOTS_PROMPT_OK), "code \(result)")
     }
 
+    /// A release runs on the hub's background thread when nothing else reclaims; destroying the
+    /// hub from there would join that thread from itself, so it is refused, and the hub lives on.
+    @Test func destroyFromAReleaseOnTheBackgroundThreadIsRefused() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let key = hub.key("value")
+        let probe = Probe()
+        let status = AtomicCounter()
+        status.value = 1  // no status is positive: 1 means "not yet"
+        probe.onRelease = { status.value = UInt64(bitPattern: Int64(ckvo_hub_destroy(raw).rawValue)) }
+        let token = hub.mustObserve(probe, object: fake(0), key: key)
+        #expect(hub.unobserve(token) == CKVO_OK)
+        #expect(waitQuietly { status.value != 1 })
+        #expect(Int32(truncatingIfNeeded: Int64(bitPattern: status.value)) == CKVO_EDEADLK.rawValue)
+        #expect(hub.stats().observations == 0)
+        #expect(hub.destroy() == CKVO_OK)
+    }
+
     /// Interning runs no release callback: a layer may intern while holding its own lock,
     /// which a release may need.
     @Test func internNeverRunsReleaseCallbacks() {

@@ -224,8 +224,12 @@ CKVO_EXPORT ckvo_hub_t *ckvo_hub_default(void);
 /*
  * Waits until every observation removed before the call has been released:
  * for dispatches running on other threads to leave, then calls the pending
- * `release` callbacks on this thread. For orderly shutdown and tests.
- * Returns CKVO_EDEADLK, waiting for nothing, from inside a callback.
+ * `release` callbacks on this thread, and waits for those another thread (a
+ * writer, or the hub's background thread) took before the call and is still
+ * running (unless called from a release itself). Releases are prompt without
+ * it (see ckvo_release_t); it is for orderly shutdown and tests that need
+ * them at once. Returns CKVO_EDEADLK, waiting for nothing, from inside a
+ * callback.
  */
 CKVO_EXPORT ckvo_status_t ckvo_hub_flush(ckvo_hub_t *hub);
 
