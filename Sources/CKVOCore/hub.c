@@ -12,11 +12,15 @@
  * - In the child, the other threads' epoch records are freed
  *   (ckvo__threads_after_fork_child): a dispatch that was running in another
  *   thread at fork time must not block grace periods forever.
- * - Destroying a hub removes every observation, waits for a grace period
- *   (no other thread may be using the hub, but a dispatch of another hub
- *   sharing the epoch may be running), then runs every pending release.
- *   Releases may call back into the API, even on this hub, so this repeats
- *   until the hub is empty.
+ * - The child also recounts each hub's pending releases (releases other
+ *   threads were about to run are lost with them) and starts a background
+ *   reclaimer where entries are pending (reclaimer.c).
+ * - Destroying a hub first stops its background reclaimer (joining it, so
+ *   releases it was running have returned), then removes every
+ *   observation, waits for a grace period (no other thread may be using the
+ *   hub, but a dispatch of another hub sharing the epoch may be running),
+ *   then runs every pending release. Releases may call back into the API,
+ *   even on this hub, so this repeats until the hub is empty.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +52,19 @@ fork_child(void)
 {
 	/* Entries other threads were running are gone with them: never wait for them. */
 	for (struct ckvo_hub *hub = registry_head; hub != NULL; hub = hub->registry_next)
-		hub->finishing = 0;
+		ckvo__reclaim_after_fork_child(hub);
 	/* This thread took every lock in fork_prepare, so it may release them. */
 	fork_parent();
 	ckvo__threads_after_fork_child();
+
+	/* Reclaimer threads did not survive: start new ones where releases are pending. */
+	(void)pthread_mutex_lock(&registry_lock);
+	for (struct ckvo_hub *hub = registry_head; hub != NULL; hub = hub->registry_next) {
+		(void)pthread_mutex_lock(&hub->lock);
+		ckvo__reclaimer_after_fork_child(hub);
+		(void)pthread_mutex_unlock(&hub->lock);
+	}
+	(void)pthread_mutex_unlock(&registry_lock);
 }
 
 static void
@@ -108,6 +121,11 @@ ckvo_hub_create(void)
 		free(hub);
 		return NULL;
 	}
+	if (!ckvo__reclaimer_init(hub)) {
+		(void)pthread_mutex_destroy(&hub->lock);
+		free(hub);
+		return NULL;
+	}
 	ck_stack_init(&hub->deferred);
 	ck_stack_init(&hub->spares);
 	hub->poll_at = CKVO_RECLAIM_BATCH;
@@ -122,10 +140,9 @@ ckvo_hub_create(void)
 		initialized++;
 	if (initialized == 4 && ckvo__groups_init(&hub->objects))
 		initialized++;
-	if (initialized == 5)
-		hub->writer = ckvo__writer_record(hub);
-	if (hub->writer == NULL) {
+	if (initialized != 5) {
 		tables_destroy(hub, initialized);
+		(void)pthread_cond_destroy(&hub->wake);
 		(void)pthread_mutex_destroy(&hub->lock);
 		free(hub);
 		return NULL;
@@ -168,10 +185,11 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 		return CKVO_OK;
 	if (hub->is_default)
 		return CKVO_EINVAL;
-	if (ckvo__in_read_section())
+	if (ckvo__in_read_section() || ckvo__thread.reclaiming == hub)
 		return CKVO_EDEADLK;
 
 	registry_remove(hub);
+	ckvo__reclaimer_stop(hub);
 	do {
 		ckvo__hub_lock(hub);
 		busy = ckvo__remove_all(hub);
@@ -180,7 +198,7 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 		/* A release may have registered or removed again. */
 		ckvo__hub_lock(hub);
 		busy = busy || hub->observations != 0 ||
-		    ck_pr_load_uint(&hub->writer->n_pending) != 0 ||
+		    ckvo__reclaim_pending(hub) != 0 ||
 		    CK_STACK_FIRST(&hub->deferred) != NULL;
 		ckvo__thread.writing = NULL;
 		(void)pthread_mutex_unlock(&hub->lock);
@@ -190,7 +208,7 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 	ckvo__spares_destroy(hub);
 	ckvo__keys_destroy(hub);
 	ckvo__tokens_destroy(hub);
-	ck_epoch_unregister(hub->writer);
+	(void)pthread_cond_destroy(&hub->wake);
 	(void)pthread_mutex_destroy(&hub->lock);
 	free(hub);
 	return CKVO_OK;

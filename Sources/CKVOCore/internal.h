@@ -10,9 +10,9 @@
  * read under a ck_epoch section; the wildcard slot hangs off the key.
  *
  * Writers (observe, unobserve, interning) serialize on hub->lock and never
- * block readers. Everything a reader can reach is freed only through
- * ck_epoch_call on the hub's writer record, after a grace period; see
- * reclaim.c. The writer-only indexes (tokens, identities, owners, objects,
+ * block readers. Everything a reader can reach is retired through reclaim.c
+ * and freed only after a grace period; reclaimer.c runs the releases that
+ * no writer gets to. The writer-only indexes (tokens, identities, owners, objects,
  * names) are touched by writers alone.
  *
  * Ownership of memory that readers reach:
@@ -209,9 +209,18 @@ struct ckvo_object_group {
 
 /* -------------------------------------------------------------------- hub */
 
+/*
+ * Retired entries that wait for the same number of grace-period scans
+ * (reclaim.c), linked through their ck_epoch_entry_t's stack entry.
+ */
+struct ckvo_retired {
+	ck_stack_entry_t *head, *tail;
+	unsigned int count;        /* entries */
+	unsigned int observations; /* of which retired observations */
+};
+
 struct ckvo_hub {
 	pthread_mutex_t lock;         /* serializes writers */
-	ck_epoch_record_t *writer;    /* retires through this record, under `lock` only */
 
 	ck_hs_t slots;                /* (object, key) → slot; read lock-free */
 	struct ckvo_key_array *keys;  /* published (atomic) */
@@ -225,11 +234,22 @@ struct ckvo_hub {
 	ck_hs_t owners;               /* owner → owner group */
 	ck_hs_t objects;              /* object → object group */
 	uint64_t next_seq;
-	unsigned int poll_at;         /* poll the epoch once this many are pending */
-	unsigned int finishing;       /* threads running reclaimed entries after unlock (atomic) */
 	size_t observations;
-	uint64_t retired;             /* observations retired (under `lock` only) */
-	uint64_t released;            /* observations released (atomic, added per batch) */
+
+	/* Reclamation (reclaim.c), under `lock` unless noted. */
+	struct ckvo_retired fresh;    /* retired since the last scan that saw readers settle */
+	struct ckvo_retired aged;     /* retired before it: one more such scan frees them */
+	unsigned int poll_at;         /* poll once fresh + aged hold this many */
+	unsigned int finishing;       /* threads running reclaimed entries after unlock (atomic) */
+	uint64_t retired;             /* observations retired */
+	uint64_t released;            /* observations past their grace period (atomic) */
+
+	/* The background reclaimer (reclaimer.c), under `lock`. */
+	pthread_cond_t wake;          /* signalled when work arrives or on stop */
+	pthread_t reclaimer;
+	bool reclaimer_running;       /* the thread exists (joinable) */
+	bool reclaimer_armed;         /* it will poll again without being woken */
+	bool reclaimer_stopped;       /* ckvo_hub_destroy began: never start it again */
 
 	/* Released observations kept for reuse (reclaim.c). */
 	ck_stack_t spares;            /* parked after release, by any thread */
@@ -248,6 +268,7 @@ struct ckvo_thread {
 	unsigned int depth;        /* dispatches in progress on this thread */
 	struct ckvo_hub *writing;  /* hub whose writer lock this thread holds */
 	unsigned int releasing;    /* release callbacks running on this thread */
+	struct ckvo_hub *reclaiming; /* hub whose background reclaimer this thread is */
 };
 
 extern __thread struct ckvo_thread ckvo__thread __attribute__((tls_model("initial-exec")));
@@ -263,14 +284,27 @@ extern bool ckvo__asymmetric_fence;
 /* Retired entries accumulate to this many before a writer polls the epoch. */
 #define CKVO_RECLAIM_BATCH 64u
 
+/*
+ * The background reclaimer polls this long after it is woken, and again
+ * every period while entries stay pending (see reclaimer.c for the bound
+ * this gives on how late a release runs).
+ */
+#define CKVO_RECLAIM_PERIOD_NS 10000000L
+
 /* At most about this many released observations are parked for reuse. */
 #define CKVO_SPARE_MAX 256u
 
 /* thread.c */
 ck_epoch_record_t *ckvo__thread_record_slow(void);
-ck_epoch_record_t *ckvo__writer_record(struct ckvo_hub *hub);
 void ckvo__threads_after_fork_child(void);
-void ckvo__writer_fence(void);
+
+/* What one scan of the reader records found (ckvo__epoch_scan). */
+enum ckvo_scan {
+	CKVO_SCAN_BUSY,    /* a reader is in a section begun in an older epoch */
+	CKVO_SCAN_SETTLED, /* every reader in a section began it in this epoch; advanced */
+	CKVO_SCAN_IDLE,    /* no reader is in a section */
+};
+enum ckvo_scan ckvo__epoch_scan(void);
 
 /* This thread's reader record, or NULL when out of memory. */
 static inline ck_epoch_record_t *
@@ -350,13 +384,24 @@ ckvo__writer_add(uint64_t *counter, int64_t delta)
 void ckvo__hub_lock(struct ckvo_hub *hub);
 void ckvo__hub_unlock(struct ckvo_hub *hub);
 void ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready);
+void ckvo__hub_unlock_quiet(struct ckvo_hub *hub);
+void ckvo__reclaim_poll(struct ckvo_hub *hub, ck_stack_t *ready);
 void ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready);
 void ckvo__reclaim_flush(struct ckvo_hub *hub);
+unsigned int ckvo__reclaim_pending(const struct ckvo_hub *hub);
+void ckvo__reclaim_after_fork_child(struct ckvo_hub *hub);
+void ckvo__retire(struct ckvo_hub *hub, ck_epoch_entry_t *entry, ck_epoch_cb_t *function);
 void ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs);
 struct ckvo_observation *ckvo__observation_alloc(struct ckvo_hub *hub);
 void ckvo__spares_destroy(struct ckvo_hub *hub);
 void ckvo__retire_list(struct ckvo_hub *hub, struct ckvo_list *list);
 void ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot);
+
+/* reclaimer.c: the background reclaimer */
+bool ckvo__reclaimer_init(struct ckvo_hub *hub);
+void ckvo__reclaimer_arm(struct ckvo_hub *hub);
+void ckvo__reclaimer_stop(struct ckvo_hub *hub);
+void ckvo__reclaimer_after_fork_child(struct ckvo_hub *hub);
 
 /* The hash of (object, key): one multiply-mix, it is on the dispatch path. */
 static inline unsigned long

@@ -101,9 +101,10 @@ ckvo_key_intern(ckvo_hub_t *hub, const char *name, ckvo_getter_t getter)
 	if (length == 0 || length > CKVO_KEY_NAME_MAX)
 		return 0;
 
+	/* Never runs a release: a layer may intern while holding its own lock. */
 	ckvo__hub_lock(hub);
 	key = key_intern_locked(hub, name, length, getter);
-	ckvo__hub_unlock(hub);
+	ckvo__hub_unlock_quiet(hub);
 	return key;
 }
 

@@ -127,7 +127,13 @@ ckvo__list_remove(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_obse
 	slot->live--;
 	slot->dead++;
 	if (slot->live > 0 && slot->dead >= CKVO_LIST_COMPACT_MIN && slot->dead > slot->live) {
-		/* On allocation failure the cleared entries simply stay until the next try. */
-		(void)list_rebuild(hub, slot, slot->live * 2);
+		/*
+		 * live < dead <= UINT32_MAX, so live * 2 fits in 64 bits; capped,
+		 * it still leaves room for every live entry. On allocation failure
+		 * the cleared entries simply stay until the next try.
+		 */
+		uint64_t wanted = (uint64_t)slot->live * 2;
+
+		(void)list_rebuild(hub, slot, wanted > UINT32_MAX ? UINT32_MAX : (uint32_t)wanted);
 	}
 }

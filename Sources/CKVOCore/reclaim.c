@@ -5,36 +5,62 @@
  * ----------
  * - Every writer operation runs between ckvo__hub_lock and
  *   ckvo__hub_unlock. Taking the lock first carries out the removals that
- *   readers queued (ckvo_unobserve_deferred); releasing it polls the epoch.
+ *   readers queued (ckvo_unobserve_deferred); releasing it may poll.
  * - Memory a reader may reach (observations, lists, slots, old ck_hs maps)
- *   is never freed directly: it is handed to ck_epoch_call on the hub's
- *   writer record, which only the lock holder touches. A reader that could
- *   see an object was inside an epoch section when the object was retired,
- *   so ck_epoch does not declare the object's epoch safe until that reader
- *   has left; then nobody can still hold a pointer to it.
- * - CK never runs our callbacks itself: ck_epoch_poll_deferred moves the safe
- *   entries onto a private stack, and we run them after dropping the lock.
- *   That is where `release(context)` is called — outside every engine lock,
- *   so it may call back into the API — exactly once per observation.
- * - Releasing the lock polls only once CKVO_RECLAIM_BATCH entries are
- *   pending, so a release may run some registrations after its removal;
- *   ckvo_hub_flush and ckvo_unobserve_sync make it prompt.
+ *   is never freed directly. The lock holder makes it unreachable from
+ *   everything published, then retires it: pushes it on hub->fresh. Retired
+ *   entries move fresh -> aged -> ready only in ckvo__reclaim_poll, under the
+ *   lock, by what one scan of the reader records (ckvo__epoch_scan) found:
+ *     IDLE     no reader in a section: fresh and aged are ready;
+ *     SETTLED  every reader in a section entered in the current epoch (the
+ *              scan then advanced it): aged is ready, fresh becomes aged;
+ *     BUSY     nothing moves.
+ * - Why a ready entry is unreachable. Every scan is preceded by its own
+ *   barrier (thread.c), issued after the entry's retirement (the lock
+ *   orders the retiring writer before the poll). A reader whose section
+ *   began before that barrier took effect on its CPU is visible to the scan,
+ *   active, with the epoch it entered in; a reader whose section began after
+ *   it sees the entry unpublished and cannot reach it. IDLE: no reader is
+ *   visible, so none can hold the entry. Two SETTLED scans S1, S2 after the
+ *   retirement (fresh at S1, aged at S2): every reader holding the entry was
+ *   visible at S1 with S1's epoch e; S1 left the epoch at e + 1 or later, and
+ *   S2, which comes later under the same lock, read a newer epoch, so such a
+ *   reader, still in the same section, would have made S2 BUSY. Nothing here
+ *   relies on a scan, a barrier or an epoch advance made by another thread
+ *   before the retirement, which ck_epoch_poll_deferred and
+ *   ck_epoch_synchronize do (they free by epoch number; an advance made by a
+ *   scan whose barrier preceded the retirement could free an entry under a
+ *   reader whose section-entry store was still in its store buffer).
+ * - Ready entries run after the lock is dropped: that is where
+ *   `release(context)` is called — outside every engine lock, so it may call
+ *   back into the API — exactly once per observation.
+ * - A writer's unlock polls only once CKVO_RECLAIM_BATCH entries are
+ *   pending (a scan with membarrier costs microseconds: churn pays it once
+ *   per batch). Whatever a writer leaves pending, the hub's background
+ *   reclaimer (reclaimer.c) polls within CKVO_RECLAIM_PERIOD_NS, so a
+ *   release never waits for an unrelated call into the library.
  * - A writer announces (hub->finishing) that it holds entries to run after
  *   unlocking, so a flush can wait until entries taken before it have run.
+ * - hub->released counts observations whose grace period has passed (ready,
+ *   whether or not their release has run yet): pending_releases = retired -
+ *   released is what waits for readers, and in a fork child, where ready
+ *   batches of vanished threads are lost, it is recounted from fresh and aged.
  * - A released observation's memory is parked on hub->spares (about
  *   CKVO_SPARE_MAX at most) rather than freed, and the next registrations
  *   take it under the lock: observe + unobserve churn then costs no malloc
  *   and no free. A whole batch is parked with one atomic push; the lock
  *   holder takes the whole stack with one exchange. Parked memory is
  *   poisoned for AddressSanitizer, so a use after release is still caught.
- * - Blocking waits (flush, strict unobserve, destroy) first detach the
- *   pending entries under the lock, then wait for a grace period without the
- *   lock (ck_epoch_synchronize), then run them. They refuse inside a read
- *   section, where synchronizing would wait for the caller itself.
+ * - Blocking waits (flush, strict unobserve, destroy) first detach every
+ *   retired entry under the lock, then, without the lock, scan until one
+ *   IDLE or two SETTLED scans (the same rule as above, every scan after the
+ *   detach), then run them. They refuse inside a read section, where the
+ *   scans would wait for the caller itself.
  */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -46,23 +72,72 @@ ckvo__hub_lock(struct ckvo_hub *hub)
 	ckvo__drain_deferred(hub);
 }
 
+unsigned int
+ckvo__reclaim_pending(const struct ckvo_hub *hub)
+{
+	return hub->fresh.count + hub->aged.count;
+}
+
+static void
+retired_push(struct ckvo_retired *list, ck_stack_entry_t *link)
+{
+	link->next = list->head;
+	list->head = link;
+	if (list->tail == NULL)
+		list->tail = link;
+	list->count++;
+}
+
+/* Moves every entry of `list` onto `out`; they are past their grace period. */
+static void
+retired_take(struct ckvo_hub *hub, struct ckvo_retired *list, ck_stack_t *out)
+{
+	if (list->head == NULL)
+		return;
+	list->tail->next = CK_STACK_FIRST(out);
+	out->head = list->head;
+	ck_pr_add_64(&hub->released, list->observations);
+	*list = (struct ckvo_retired){ NULL, NULL, 0, 0 };
+}
+
+void
+ckvo__reclaim_poll(struct ckvo_hub *hub, ck_stack_t *ready)
+{
+	switch (ckvo__epoch_scan()) {
+	case CKVO_SCAN_IDLE:
+		retired_take(hub, &hub->aged, ready);
+		retired_take(hub, &hub->fresh, ready);
+		break;
+	case CKVO_SCAN_SETTLED:
+		retired_take(hub, &hub->aged, ready);
+		hub->aged = hub->fresh;
+		hub->fresh = (struct ckvo_retired){ NULL, NULL, 0, 0 };
+		break;
+	case CKVO_SCAN_BUSY:
+		break;
+	}
+	hub->poll_at = ckvo__reclaim_pending(hub) + CKVO_RECLAIM_BATCH;
+}
+
+/* Drops the lock, leaving what is pending to the background reclaimer. */
+static void
+unlock_leaving_pending(struct ckvo_hub *hub)
+{
+	if (!hub->reclaimer_armed && ckvo__reclaim_pending(hub) != 0)
+		ckvo__reclaimer_arm(hub);
+	ckvo__thread.writing = NULL;
+	(void)pthread_mutex_unlock(&hub->lock);
+}
+
 void
 ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready)
 {
-	/*
-	 * Polling costs a membarrier (see thread.c): do it once per batch of
-	 * new retirements, also while busy readers hold older ones back.
-	 */
-	if (ck_pr_load_uint(&hub->writer->n_pending) >= hub->poll_at) {
-		ckvo__writer_fence();
-		(void)ck_epoch_poll_deferred(hub->writer, ready);
-		hub->poll_at = ck_pr_load_uint(&hub->writer->n_pending) + CKVO_RECLAIM_BATCH;
-	}
+	if (ckvo__reclaim_pending(hub) >= hub->poll_at)
+		ckvo__reclaim_poll(hub, ready);
 	/* Announced under the lock, so a flush that follows waits for this batch. */
 	if (CK_STACK_FIRST(ready) != NULL)
 		ck_pr_inc_uint(&hub->finishing);
-	ckvo__thread.writing = NULL;
-	(void)pthread_mutex_unlock(&hub->lock);
+	unlock_leaving_pending(hub);
 }
 
 void
@@ -72,6 +147,12 @@ ckvo__hub_unlock(struct ckvo_hub *hub)
 
 	ckvo__hub_unlock_collect(hub, &ready);
 	ckvo__reclaim_finish(hub, &ready);
+}
+
+void
+ckvo__hub_unlock_quiet(struct ckvo_hub *hub)
+{
+	unlock_leaving_pending(hub);
 }
 
 /* A chain of released observations being parked, linked by deferred_link. */
@@ -200,7 +281,6 @@ ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
 {
 	ck_stack_entry_t *cursor, *next;
 	struct parking parking = { NULL, NULL, 0, 0 };
-	uint64_t released = 0;
 	unsigned int parked;
 
 	if (CK_STACK_FIRST(ready) == NULL)
@@ -217,7 +297,6 @@ ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
 
 		next = CK_STACK_NEXT(cursor);
 		if (entry->function == observation_release) {
-			released++;
 			observation_finish(
 			    CKVO_CONTAINER(struct ckvo_observation, retire, entry), &parking);
 		} else {
@@ -226,47 +305,67 @@ ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
 	}
 	ckvo__thread.releasing--;
 	parking_finish(hub, &parking);
-	/* One atomic add per batch, not per observation. */
-	ck_pr_add_64(&hub->released, released);
 	ck_stack_init(ready);
 	finishing_done(hub);
 }
 
+/*
+ * Returns after one IDLE or two SETTLED scans that all began after the
+ * call: then no reader can hold anything retired before it (see the top of
+ * this file). Backs off while readers are busy: each scan may cost a
+ * membarrier, which interrupts every CPU running this process.
+ */
 static void
-reclaim_detach_all(struct ckvo_hub *hub, ck_stack_t *out)
+grace_wait(void)
 {
-	ck_epoch_record_t *writer = hub->writer;
+	unsigned int settled = 0, busy = 0;
 
-	/* Everything pending was retired before now; we run it after a grace period. */
-	for (unsigned int i = 0; i < CK_EPOCH_LENGTH; i++) {
-		ck_stack_entry_t *cursor = ck_stack_batch_pop_upmc(&writer->pending[i]);
+	for (;;) {
+		switch (ckvo__epoch_scan()) {
+		case CKVO_SCAN_IDLE:
+			return;
+		case CKVO_SCAN_SETTLED:
+			if (++settled == 2)
+				return;
+			break;
+		case CKVO_SCAN_BUSY:
+			if (++busy <= 16) {
+				(void)sched_yield();
+			} else {
+				long us = busy < 26 ? 1L << (busy - 16) : 1000L;
+				struct timespec pause = { 0, us * 1000L };
 
-		while (cursor != NULL) {
-			ck_stack_entry_t *next = CK_STACK_NEXT(cursor);
-
-			ck_stack_push_spnc(out, cursor);
-			cursor = next;
+				(void)nanosleep(&pause, NULL);
+			}
+			break;
 		}
 	}
-	ck_pr_store_uint(&writer->n_pending, 0);
-	hub->poll_at = CKVO_RECLAIM_BATCH;
 }
 
 void
 ckvo__reclaim_flush(struct ckvo_hub *hub)
 {
 	ck_stack_t detached = CK_STACK_INITIALIZER;
+	uint64_t observations;
 
 	ckvo__hub_lock(hub);
-	reclaim_detach_all(hub, &detached);
+	/*
+	 * Everything retired so far; we run it after a grace period. Counted
+	 * as released only after the wait: until then it is pending.
+	 */
+	observations = (uint64_t)hub->fresh.observations + hub->aged.observations;
+	hub->fresh.observations = hub->aged.observations = 0;
+	retired_take(hub, &hub->aged, &detached);
+	retired_take(hub, &hub->fresh, &detached);
+	hub->poll_at = CKVO_RECLAIM_BATCH;
 	if (CK_STACK_FIRST(&detached) != NULL)
 		ck_pr_inc_uint(&hub->finishing);
 	ckvo__thread.writing = NULL;
 	(void)pthread_mutex_unlock(&hub->lock);
 
 	/* Wait, without the lock, until no reader can hold what was detached. */
-	ckvo__writer_fence();
-	ck_epoch_synchronize(hub->writer);
+	grace_wait();
+	ck_pr_add_64(&hub->released, observations);
 	ckvo__reclaim_finish(hub, &detached);
 
 	/*
@@ -281,20 +380,36 @@ ckvo__reclaim_flush(struct ckvo_hub *hub)
 }
 
 void
+ckvo__reclaim_after_fork_child(struct ckvo_hub *hub)
+{
+	/* Entries other threads were running, or waiting to run, are gone with them. */
+	hub->finishing = 0;
+	hub->released = hub->retired - hub->fresh.observations - hub->aged.observations;
+}
+
+void
+ckvo__retire(struct ckvo_hub *hub, ck_epoch_entry_t *entry, ck_epoch_cb_t *function)
+{
+	entry->function = function;
+	retired_push(&hub->fresh, &entry->stack_entry);
+}
+
+void
 ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
-	hub->retired++; /* under the lock, like every reader of it */
-	ck_epoch_call(hub->writer, &obs->retire, observation_release);
+	hub->retired++;
+	hub->fresh.observations++;
+	ckvo__retire(hub, &obs->retire, observation_release);
 }
 
 void
 ckvo__retire_list(struct ckvo_hub *hub, struct ckvo_list *list)
 {
-	ck_epoch_call(hub->writer, &list->retire, list_free);
+	ckvo__retire(hub, &list->retire, list_free);
 }
 
 void
 ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot)
 {
-	ck_epoch_call(hub->writer, &slot->retire, slot_free);
+	ckvo__retire(hub, &slot->retire, slot_free);
 }

@@ -5,8 +5,8 @@
  * ck_hs is single-writer, many-reader: every mutation happens under the
  * hub's writer lock. When a table grows, ck_hs frees the old map with
  * `defer == true` because readers may still be probing it; that free must
- * wait a grace period, so it is routed through the writer record of the hub
- * whose lock this thread holds (ckvo__thread.writing). Tables only writers
+ * wait a grace period, so it is retired (reclaim.c) on the hub whose lock
+ * this thread holds (ckvo__thread.writing). Tables only writers
  * read (names, identities, owners, objects) go the same way, which is merely
  * conservative.
  *
@@ -50,7 +50,7 @@ hs_free(void *pointer, size_t size, bool defer)
 
 	(void)size;
 	if (defer && hub != NULL) {
-		ck_epoch_call(hub->writer, &header->retire, map_free);
+		ckvo__retire(hub, &header->retire, map_free);
 		return;
 	}
 	free(header);

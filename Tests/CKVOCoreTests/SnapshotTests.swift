@@ -34,6 +34,38 @@ import Testing
         #expect(late.releases == 1)
     }
 
+    /// A callback removes enough observers that the list is compacted into a new one while the
+    /// dispatch still walks the old one; a later removal clears its entry only in the new list,
+    /// so the dispatch must skip it by its state.
+    @Test func observerRemovedAfterTheListWasCompactedMidDispatchIsNotCalled() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let key = hub.key("value")
+        let recorder = Recorder()
+        let remover = Probe(recorder, id: 0)
+        let probes = (1..<40).map { Probe(recorder, id: UInt64($0)) }
+        let tokens = Box<[ckvo_token_t]>([])
+        let statuses = Box<[ckvo_status_t]>([])
+        remover.onChange = { _ in
+            guard statuses.value.isEmpty else { return }
+            // 21 of 40 cleared: more dead than live entries, past the compaction threshold.
+            for index in 0..<21 { statuses.value.append(ckvo_unobserve(raw, tokens.value[index])) }
+            // Registered last: its entry in the list this dispatch walks is never cleared.
+            statuses.value.append(ckvo_unobserve(raw, tokens.value[38]))
+        }
+        _ = hub.mustObserve(remover, object: fake(0), key: key)
+        for probe in probes { tokens.value.append(hub.mustObserve(probe, object: fake(0), key: key)) }
+
+        hub.did(fake(0), key)
+
+        #expect(statuses.value == Array(repeating: CKVO_OK, count: 22))
+        #expect(recorder.order == [0] + Array(22..<39).map { UInt64($0) })
+        #expect(probes[38].calls == 0)
+        recorder.clear()
+        hub.did(fake(0), key)
+        #expect(recorder.order == [0] + Array(22..<39).map { UInt64($0) })
+    }
+
     @Test func observerRemovedByAnEarlierCallbackIsNotCalled() {
         let hub = TestHub()
         let raw = hub.raw

@@ -10,12 +10,17 @@
 
 void ckvots__trace_note(uint64_t id); /* trace.c */
 
+/*
+ * The hooks are atomic: a release may run on the hub's background thread
+ * while a test changes them. `user` is stored before the hooks and never
+ * cleared, so a hook that is loaded always finds it.
+ */
 struct ckvots_probe {
 	uint64_t id;
 	ckvots_recorder_t *recorder;
-	ckvots_change_hook_t on_change;
-	ckvots_release_hook_t on_release;
-	void *user;
+	_Atomic(ckvots_change_hook_t) on_change;
+	_Atomic(ckvots_release_hook_t) on_release;
+	_Atomic(void *) user;
 	_Atomic uint64_t calls;
 	_Atomic uint64_t releases;
 	_Atomic uint64_t calls_after_release;
@@ -29,6 +34,9 @@ ckvots_probe_create(ckvots_recorder_t *recorder, uint64_t id)
 		return NULL;
 	probe->id = id;
 	probe->recorder = recorder;
+	atomic_init(&probe->on_change, NULL);
+	atomic_init(&probe->on_release, NULL);
+	atomic_init(&probe->user, NULL);
 	atomic_init(&probe->calls, 0);
 	atomic_init(&probe->releases, 0);
 	atomic_init(&probe->calls_after_release, 0);
@@ -69,9 +77,10 @@ void
 ckvots_probe_set_hooks(ckvots_probe_t *probe, ckvots_change_hook_t on_change,
     ckvots_release_hook_t on_release, void *user)
 {
-	probe->on_change = on_change;
-	probe->on_release = on_release;
-	probe->user = user;
+	if (user != NULL)
+		atomic_store(&probe->user, user);
+	atomic_store(&probe->on_change, on_change);
+	atomic_store(&probe->on_release, on_release);
 }
 
 void
@@ -86,8 +95,9 @@ ckvots_probe_callback(const ckvo_change_t *change, void *context)
 	ckvots__trace_note(probe->id);
 	if (probe->recorder != NULL)
 		ckvots_recorder_append(probe->recorder, probe->id, change);
-	if (probe->on_change != NULL)
-		probe->on_change(change, probe->user);
+	ckvots_change_hook_t on_change = atomic_load(&probe->on_change);
+	if (on_change != NULL)
+		on_change(change, atomic_load(&probe->user));
 }
 
 void
@@ -96,6 +106,7 @@ ckvots_probe_release(void *context)
 	ckvots_probe_t *probe = context;
 
 	atomic_fetch_add(&probe->releases, 1);
-	if (probe->on_release != NULL)
-		probe->on_release(probe->user);
+	ckvots_release_hook_t on_release = atomic_load(&probe->on_release);
+	if (on_release != NULL)
+		on_release(atomic_load(&probe->user));
 }

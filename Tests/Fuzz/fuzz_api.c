@@ -48,7 +48,7 @@ struct model_obs {
 	int callback;
 	ckvo_options_t options;
 	int live;
-	int released; /* written by the release callback */
+	_Atomic int released; /* written by the release callback, maybe on the hub's reclaimer thread */
 };
 
 static struct {

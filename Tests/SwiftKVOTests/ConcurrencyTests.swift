@@ -91,7 +91,10 @@ import Glibc
     /// Observers and their controllers die on the registering threads while
     /// another thread keeps notifying: no block ever runs for an observer whose
     /// deinit has begun, and every block (with what it captures) is released
-    /// exactly once.
+    /// exactly once. Deliveries to live observers are not left to the
+    /// scheduler: each worker's first observer waits until both of its blocks
+    /// have been called before it may die, so the test never passes vacuously
+    /// and never fails because the notifier was not scheduled in time.
     @Test func controllersAndObserversDyingOnOtherThreadsAreNeverCalledDead() throws {
         let threads = 4
         let rounds = 300 * Self.scale
@@ -114,16 +117,28 @@ import Glibc
                 let observer = MortalObserver()
                 let kvo = KVOController(observer: observer)
                 let controllerProbe = LifetimeProbe(released)
+                let controllerCalls = Counter()
                 try! kvo.observe(account, \.name) { observer, _, _ in
                     withExtendedLifetime(controllerProbe) {}
                     calls.increment()
+                    controllerCalls.increment()
                     if observer.isDeinitializing { deadCalls.increment() }
                 }
                 let hubProbe = LifetimeProbe(released)
+                let hubCalls = Counter()
                 try! NotificationHub.default.addObserver(observer, name: name, object: account) { observer, _ in
                     withExtendedLifetime(hubProbe) {}
                     calls.increment()
+                    hubCalls.increment()
                     if observer.isDeinitializing { deadCalls.increment() }
+                }
+                if round == 0 {
+                    // The notifier is running: this ends as soon as it is scheduled. The
+                    // deadline only turns a delivery bug into a failure below instead of a hang.
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while (controllerCalls.count == 0 || hubCalls.count == 0) && ContinuousClock.now < deadline {
+                        sched_yield()
+                    }
                 }
                 if round % 2 == 0 { kvo.unobserveAll() }
             }  // the observer and its controller die here
@@ -133,7 +148,7 @@ import Glibc
         // One more post meets the hub registrations of observers that died after the last one.
         NotificationHub.default.post(name: name, object: account)
         flushReleases()
-        #expect(calls.count > 0)
+        #expect(calls.count >= 2 * threads)
         #expect(deadCalls.count == 0)
         #expect(released.count == 2 * threads * rounds)
     }

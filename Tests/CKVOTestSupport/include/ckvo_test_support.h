@@ -267,6 +267,35 @@ enum {
 int ckvots_fork_scenario(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
     unsigned dispatchers, unsigned writers, unsigned forks, unsigned timeout_seconds);
 
+/* ---------------------------------------------------- prompt_release.c */
+
+/*
+ * Prompt release across fork(). Registers on `hub` an observation of
+ * (object, key) whose callback blocks, starts a thread that announces a change
+ * of (object, key) and so stays inside that callback, then observes and
+ * removes (object, other_key) with a release that sets a flag, and fork()s.
+ * The child, where the blocked thread does not exist, waits up to
+ * `timeout_seconds` for the release without calling into the library, and
+ * _exit()s 0 or CKVOTS_PROMPT_CHILD_NOT_RELEASED (under ThreadSanitizer,
+ * where the engine starts no thread in a fork child, it exits 0 at once). The parent checks that the
+ * release has not run while the blocked dispatch may still use it, lets the
+ * callback return, and waits the same way for the release. Returns 0 or a
+ * code below; the blocking observation is removed before returning. Not
+ * reentrant: one call at a time (the flag is static, so a late release on
+ * failure writes nowhere it should not).
+ */
+enum {
+	CKVOTS_PROMPT_OK = 0,
+	CKVOTS_PROMPT_CHILD_NOT_RELEASED = 20,
+	CKVOTS_PROMPT_RELEASED_EARLY = 21,
+	CKVOTS_PROMPT_PARENT_NOT_RELEASED = 22,
+	CKVOTS_PROMPT_HELPER_SETUP = 103,
+	CKVOTS_PROMPT_CHILD_SIGNALED = 128, /* + signal number */
+};
+
+int ckvots_fork_prompt_release(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
+    ckvo_key_t other_key, unsigned timeout_seconds);
+
 /* ------------------------------------------------------ thread_exit.c */
 
 /*

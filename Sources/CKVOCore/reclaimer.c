@@ -1,0 +1,181 @@
+/*
+ * reclaimer.c — each hub's background reclaimer: releases run promptly even
+ * when the process makes no further call into the library.
+ *
+ * Invariants
+ * ----------
+ * - A writer that leaves retired entries pending when it unlocks arms the
+ *   reclaimer, under the hub lock: it starts the thread the first time and
+ *   signals it otherwise. Armed means "will poll again without being
+ *   woken", so a burst of removals costs one wake-up, and steady churn, which
+ *   keeps entries pending, costs none (a flag test per unlock).
+ * - Armed, the thread sleeps CKVO_RECLAIM_PERIOD_NS (removals arriving
+ *   meanwhile join the batch), then, under the lock, carries out queued
+ *   deferred removals and polls (reclaim.c), and after unlocking runs what
+ *   became ready: those releases run on this thread. It repeats while
+ *   anything is pending and disarms when nothing is.
+ * - The bound. An entry is ready after one IDLE scan or two SETTLED scans
+ *   that follow its retirement, and the thread scans once per period. With
+ *   no dispatch running, a release runs within one period (10 ms) of its
+ *   removal, plus the time to run the releases ahead of it. With dispatches
+ *   running on other threads, within about three periods of the moment
+ *   every dispatch that began before the removal has returned: a callback
+ *   that blocks holds reclamation back until it returns (that is what a
+ *   grace period is), and so does a thread that stays inside dispatch.
+ *   Removals that readers queue (ckvo_unobserve_deferred) are carried out
+ *   by the next writer or by this thread's next pass, not on their own.
+ * - The thread sleeps on hub->wake with the hub's own lock, holds the lock
+ *   only to poll, blocks every signal, and is joinable: ckvo_hub_destroy
+ *   stops and joins it before freeing the hub, and it is never started
+ *   again after that. It does not keep the process alive: exit() ends it
+ *   like any other thread, and a process whose main thread returns exits.
+ * - fork(): the atfork handlers hold every hub lock across fork(), so the
+ *   thread is asleep or between polls, never inside one. In the parent it
+ *   carries on. The child has no such thread: it forgets it, initializes
+ *   the condition variable again (it may list the vanished thread as a
+ *   waiter) and, if entries are pending, starts a new one. Except under
+ *   ThreadSanitizer, which kills a child of a multi-threaded process that
+ *   starts a thread (its die_after_fork): there a fork child starts none,
+ *   and its releases run at its next registration, removal or flush.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <time.h>
+
+#include "internal.h"
+
+#ifdef CKVO_TSAN
+/* Set in a fork child: see the last invariant above. */
+static bool no_thread_after_fork;
+#endif
+
+bool
+ckvo__reclaimer_init(struct ckvo_hub *hub)
+{
+	pthread_condattr_t attr;
+	bool ok;
+
+	if (pthread_condattr_init(&attr) != 0)
+		return false;
+	/* Periods are measured on the monotonic clock: setting the date does not stretch them. */
+	ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+	    pthread_cond_init(&hub->wake, &attr) == 0;
+	(void)pthread_condattr_destroy(&attr);
+	return ok;
+}
+
+/* Whether a pass has work: retired entries, or removals readers queued. */
+static bool
+reclaim_wanted(const struct ckvo_hub *hub)
+{
+	return ckvo__reclaim_pending(hub) != 0 || CK_STACK_FIRST(&hub->deferred) != NULL;
+}
+
+/* Sleeps one period with the lock released meanwhile; false once stopped. */
+static bool
+sleep_one_period(struct ckvo_hub *hub)
+{
+	struct timespec deadline;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_nsec += CKVO_RECLAIM_PERIOD_NS;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	while (!hub->reclaimer_stopped &&
+	    pthread_cond_timedwait(&hub->wake, &hub->lock, &deadline) != ETIMEDOUT)
+		;
+	return !hub->reclaimer_stopped;
+}
+
+static void *
+reclaimer_main(void *argument)
+{
+	struct ckvo_hub *hub = argument;
+	ck_stack_t ready = CK_STACK_INITIALIZER;
+
+	ckvo__thread.reclaiming = hub;
+	(void)pthread_mutex_lock(&hub->lock);
+	for (;;) {
+		while (!hub->reclaimer_stopped && !reclaim_wanted(hub)) {
+			hub->reclaimer_armed = false;
+			(void)pthread_cond_wait(&hub->wake, &hub->lock);
+		}
+		if (!sleep_one_period(hub))
+			break;
+
+		ckvo__thread.writing = hub;
+		ckvo__drain_deferred(hub);
+		if (ckvo__reclaim_pending(hub) != 0)
+			ckvo__reclaim_poll(hub, &ready);
+		ckvo__thread.writing = NULL;
+		if (CK_STACK_FIRST(&ready) == NULL)
+			continue;
+
+		/* Announced under the lock, so a flush that follows waits for this batch. */
+		ck_pr_inc_uint(&hub->finishing);
+		(void)pthread_mutex_unlock(&hub->lock);
+		ckvo__reclaim_finish(hub, &ready);
+		(void)pthread_mutex_lock(&hub->lock);
+	}
+	(void)pthread_mutex_unlock(&hub->lock);
+	return NULL;
+}
+
+void
+ckvo__reclaimer_arm(struct ckvo_hub *hub)
+{
+	sigset_t all, previous;
+
+	if (hub->reclaimer_stopped)
+		return;
+#ifdef CKVO_TSAN
+	if (no_thread_after_fork)
+		return;
+#endif
+	hub->reclaimer_armed = true;
+	if (hub->reclaimer_running) {
+		(void)pthread_cond_signal(&hub->wake);
+		return;
+	}
+
+	/* The new thread inherits this mask: signals go to the application's threads. */
+	(void)sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &previous);
+	hub->reclaimer_running = pthread_create(&hub->reclaimer, NULL, reclaimer_main, hub) == 0;
+	(void)pthread_sigmask(SIG_SETMASK, &previous, NULL);
+	/* Without a thread the next writer tries again; flush and destroy release regardless. */
+	if (!hub->reclaimer_running)
+		hub->reclaimer_armed = false;
+}
+
+void
+ckvo__reclaimer_stop(struct ckvo_hub *hub)
+{
+	bool running;
+
+	(void)pthread_mutex_lock(&hub->lock);
+	hub->reclaimer_stopped = true;
+	running = hub->reclaimer_running;
+	hub->reclaimer_running = false;
+	hub->reclaimer_armed = false;
+	(void)pthread_cond_broadcast(&hub->wake);
+	(void)pthread_mutex_unlock(&hub->lock);
+	/* It finishes the batch it may be running, then sees the flag. */
+	if (running)
+		(void)pthread_join(hub->reclaimer, NULL);
+}
+
+void
+ckvo__reclaimer_after_fork_child(struct ckvo_hub *hub)
+{
+#ifdef CKVO_TSAN
+	no_thread_after_fork = true;
+#endif
+	(void)ckvo__reclaimer_init(hub);
+	hub->reclaimer_running = false;
+	hub->reclaimer_armed = false;
+	if (ckvo__reclaim_pending(hub) != 0)
+		ckvo__reclaimer_arm(hub);
+}
