@@ -1,4 +1,5 @@
 import Foundation
+import IsolatedRunSupport
 import Testing
 @testable import SwiftKVO
 
@@ -9,7 +10,7 @@ extension NotificationHub.Name {
 /// How many engine registrations of `name` exist, for any sender (the name's
 /// probe counter: exact once removals were flushed).
 func liveObservations(of name: NotificationHub.Name) -> Int {
-    Int(name.probe.raw.pointee.observations)
+    Int(Engine.probe(of: name.keyIfEverObserved).raw.pointee.observations)
 }
 
 /// SPEC §2 item 15 through the Swift hub. Every test uses its own names, so
@@ -263,5 +264,45 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         }
         // The allocator under AddressSanitizer quarantines freed memory.
         #expect(reused > 0 || getenv("SWIFTKVO_SANITIZER") != nil, "no address was reused")
+    }
+
+    @Test func aPostWithALiteralReachesObserversOfTheSameNameHoweverSpelled() {
+        let hub = NotificationHub.default
+        let observer = Observer()
+        let counter = Counter()
+        let id = 42
+        hub.addObserver(observer, name: NotificationHub.Name("test.literal.\(id)")) { _, _ in counter.increment() }
+        hub.post(name: "test.literal.42")
+        hub.post(name: NotificationHub.Name(rawValue: "test.literal." + String(id)))
+        #expect(counter.count == 2)
+        hub.removeObserver(observer)
+        hub.post(name: "test.literal.42")
+        #expect(counter.count == 2)
+    }
+
+    /// Creating names and posting names nobody observes interns nothing: the
+    /// engine's key count stays where it was over 100,000 distinct names built
+    /// from data. Keys belong to the whole process and other suites intern
+    /// theirs in parallel, so the count is taken in a child running only this test.
+    @Test func postingDistinctNamesNobodyObservesLeavesTheKeyCountUnchanged() async throws {
+        let name = "postingDistinctNamesNobodyObservesLeavesTheKeyCountUnchanged"
+        guard isIsolatedChild(name) else {
+            try await measureInChild(
+                filter: "SwiftKVOTests.NotificationHubTests/\(name)", name: name, marker: "hub-keys:")
+            return
+        }
+        let hub = NotificationHub.default
+        let observer = Observer()
+        hub.addObserver(observer, name: "test.keys.observed") { _, _ in }
+        hub.post(name: "test.keys.observed")  // warm: the hub and this thread's post state exist
+        let before = Engine.stats().keys
+        for id in 0..<100_000 {
+            let unobserved = NotificationHub.Name("test.keys.user.\(id).changed")
+            hub.post(name: unobserved, userInfo: ["id": id])
+        }
+        let after = Engine.stats().keys
+        print("hub-keys: 100000 posts of distinct unobserved names: engine keys \(before) -> \(after)")
+        #expect(after == before)
+        hub.removeObserver(observer)
     }
 }
