@@ -42,10 +42,19 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
     /// or a chain of `@Observed` properties. Swift only (no C status).
     public static var unsupportedKeyPath: KVOError { KVOError(rawValue: 1001) }
 
+    /// A target-action names a method isolated to a global actor other than
+    /// the main actor. SwiftKVO cannot deliver to it on its actor, and calling
+    /// it on the changing thread would run it off its actor, so the
+    /// registration is refused: nothing is observed and the action is never
+    /// called. Observe with a block and hop to the actor inside it. Swift only
+    /// (no C status). See <doc:ThreadingAndIsolation>.
+    public static var isolatedAction: KVOError { KVOError(rawValue: 1002) }
+
     /// The engine's message for the status (`ckvo_strerror`), or the Swift-only message.
     public var description: String {
         switch rawValue {
         case 1001: return "not an observable key path"
+        case 1002: return "action isolated to a global actor other than the main actor"
         default: return Engine.message(for: rawValue)
         }
     }
