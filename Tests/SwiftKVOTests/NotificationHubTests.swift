@@ -1,5 +1,6 @@
 import Foundation
 import IsolatedRunSupport
+import Synchronization
 import Testing
 @testable import SwiftKVO
 
@@ -278,6 +279,45 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         hub.removeObserver(observer)
         hub.post(name: "test.literal.42")
         #expect(counter.count == 2)
+    }
+
+    /// The first registration of a name interns it while another thread posts
+    /// it: a post that starts after `addObserver` returned finds the name and
+    /// reaches the observer, every time (the post's lock-free lookup races the
+    /// interning, and the name table grows under it).
+    @Test func aPostAfterTheFirstRegistrationOfANameAlwaysReachesIt() {
+        final class Progress: Sendable {
+            let registered = Atomic<Int>(0)
+        }
+        let hub = NotificationHub.default
+        let names = (0..<2_000).map { NotificationHub.Name("test.firstRegistration.\($0)") }
+        let observer = Observer()
+        let progress = Progress()
+        let delivered = Counter()
+        let missed = Counter()
+        runConcurrently(2) { index in
+            if index == 0 {
+                for (i, name) in names.enumerated() {
+                    hub.addObserver(observer, name: name) { _, _ in delivered.increment() }
+                    progress.registered.store(i + 1, ordering: .releasing)
+                }
+                return
+            }
+            var next = 0
+            while next < names.count {
+                guard next < progress.registered.load(ordering: .acquiring) else {
+                    sched_yield()
+                    continue
+                }
+                let before = delivered.count
+                hub.post(name: NotificationHub.Name(names[next].rawValue))
+                if delivered.count != before + 1 { missed.increment() }
+                next += 1
+            }
+        }
+        #expect(missed.count == 0)
+        #expect(delivered.count == names.count)
+        #expect(hub.removeObserver(observer) == names.count)
     }
 
     /// Creating names and posting names nobody observes interns nothing: the
