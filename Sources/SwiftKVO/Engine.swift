@@ -108,18 +108,11 @@ enum Engine {
         ckvo_key_intern(hub, name, nil)
     }
 
-    /// The key interned from `prefix` followed by `name`, or 0 if none was:
-    /// never interns, takes no lock (`ckvo_key_find`), and allocates nothing
-    /// for names up to about a kilobyte (the bytes are put together on the
-    /// stack).
-    static func findKey(_ prefix: StaticString, _ name: String) -> EngineKey {
-        let found = name.utf8.withContiguousStorageIfAvailable { findKey(prefix, $0) }
-        if let found { return found }
-        var contiguous = name
-        return contiguous.withUTF8 { findKey(prefix, $0) }
-    }
-
-    private static func findKey(_ prefix: StaticString, _ name: UnsafeBufferPointer<UInt8>) -> EngineKey {
+    /// The key interned from `prefix` followed by the UTF-8 bytes `name`, or
+    /// 0 if none was: never interns, takes no lock (`ckvo_key_find`), and
+    /// allocates nothing for names up to about a kilobyte (the bytes are put
+    /// together on the stack).
+    static func findKey(_ prefix: StaticString, _ name: UnsafeBufferPointer<UInt8>) -> EngineKey {
         let count = prefix.utf8CodeUnitCount + name.count
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: count) { bytes in
             let raw = UnsafeMutableRawBufferPointer(bytes)

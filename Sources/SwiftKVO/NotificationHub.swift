@@ -197,11 +197,13 @@ public struct NotificationHub: Sendable {
     /// Posts a notification: calls the matching blocks synchronously on this
     /// thread, in registration order.
     ///
-    /// Takes no lock and allocates nothing once warm: the name is looked up in
-    /// the engine's name table lock-free (a hash of its bytes and a probe), the
-    /// same cost for a literal as for a static constant. A name nobody ever
-    /// observed stops there and is not interned; a name nobody observes any
-    /// more costs one more load.
+    /// Takes no lock and allocates nothing once warm, and costs the same for a
+    /// literal as for a static constant: the name's key is found by its bytes.
+    /// Each thread remembers the key of the last observed name it posted (a
+    /// comparison of bytes); another name is looked up in the engine's name table,
+    /// lock-free (a hash and a probe). A name nobody ever observed stops at
+    /// that lookup and is not interned; a name nobody observes any more costs
+    /// one more load.
     ///
     /// - Parameters:
     ///   - name: The notification name.
@@ -356,24 +358,5 @@ public struct NotificationHub: Sendable {
 
         @inlinable
         init(object: AnyObject) { self.object = object }
-    }
-}
-
-extension NotificationHub.Name {
-    /// What the name's engine key is interned from: notification names live
-    /// apart from property keys.
-    private static var keyPrefix: StaticString { "notification:" }
-
-    /// The name's engine key, interned if it is not yet (the registration
-    /// path: the engine's writer lock); 0 if the engine refuses the name
-    /// (empty, or over 1024 bytes with the prefix).
-    func internedKey() -> EngineKey {
-        Engine.intern("\(Self.keyPrefix)" + rawValue)
-    }
-
-    /// The name's engine key if anyone ever observed it, else 0: the post
-    /// path, lock-free, interning nothing.
-    var keyIfEverObserved: EngineKey {
-        Engine.findKey(Self.keyPrefix, rawValue)
     }
 }

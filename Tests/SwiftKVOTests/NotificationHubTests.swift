@@ -281,6 +281,27 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         #expect(counter.count == 2)
     }
 
+    /// Each thread remembers its last posted name's key: posts that alternate
+    /// names, and a name first observed after this thread posted it in vain,
+    /// each reach exactly their own observers.
+    @Test func alternatingPostsOnOneThreadReachTheirOwnObservers() {
+        let hub = NotificationHub.default
+        let first = uniqueName()
+        let second = NotificationHub.Name(first.rawValue + ".second")
+        let observer = Observer()
+        let log = Log<String>()
+        hub.addObserver(observer, name: first) { _, _ in log.append("first") }
+        hub.post(name: first)
+        hub.post(name: second)  // nobody observes it yet: no key, nothing remembered
+        hub.addObserver(observer, name: second) { _, _ in log.append("second") }
+        for _ in 0..<3 {
+            hub.post(name: NotificationHub.Name(first.rawValue))
+            hub.post(name: NotificationHub.Name(second.rawValue))
+        }
+        #expect(log.values == ["first"] + Array(repeating: ["first", "second"], count: 3).flatMap { $0 })
+        hub.removeObserver(observer)
+    }
+
     /// The first registration of a name interns it while another thread posts
     /// it: a post that starts after `addObserver` returned finds the name and
     /// reaches the observer, every time (the post's lock-free lookup races the
