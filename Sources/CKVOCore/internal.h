@@ -12,8 +12,9 @@
  * Writers (observe, unobserve, interning) serialize on hub->lock and never
  * block readers. Everything a reader can reach is retired through reclaim.c
  * and freed only after a grace period; reclaimer.c runs the releases that
- * no writer gets to. The writer-only indexes (tokens, identities, owners, objects,
- * names) are touched by writers alone.
+ * no writer gets to. The writer-only indexes (tokens, identities, owners,
+ * objects) are touched by writers alone; the names are also read lock-free
+ * (ckvo_key_find), under an epoch section.
  *
  * Ownership of memory that readers reach:
  *   hub->slots (ck_hs)   → struct ckvo_slot      (retired when its last

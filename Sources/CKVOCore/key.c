@@ -10,6 +10,11 @@
  *   count grows. Old arrays are kept (chained) until the hub is destroyed, so
  *   readers need no epoch section to look a key up: key lookup is two loads.
  * - struct ckvo_keyinfo lives as long as the hub; its name never changes.
+ * - hub->names (name -> keyinfo) is a single-writer ck_hs: interning puts
+ *   under the writer lock, ckvo_key_find reads it lock-free inside an epoch
+ *   read section. A put publishes a keyinfo only after filling it; a map the
+ *   set outgrows is freed after a grace period (table.c), so a finder never
+ *   probes freed memory. Names are never removed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +110,39 @@ ckvo_key_intern(ckvo_hub_t *hub, const char *name, ckvo_getter_t getter)
 	ckvo__hub_lock(hub);
 	key = key_intern_locked(hub, name, length, getter);
 	ckvo__hub_unlock_quiet(hub);
+	return key;
+}
+
+/* Looks `name` up without interning; 0 when no key has that name. */
+static ckvo_key_t
+key_find(struct ckvo_hub *hub, const char *name, size_t length)
+{
+	struct ckvo_keyinfo probe = { .name = name, .name_length = length };
+	unsigned long hash = ckvo__name_hash(&hub->names, name, length);
+	struct ckvo_keyinfo *info = ck_hs_get(&hub->names, hash, &probe);
+
+	return info == NULL ? 0 : info->id;
+}
+
+ckvo_key_t
+ckvo_key_find(ckvo_hub_t *hub, const char *name, size_t length)
+{
+	ck_epoch_record_t *record;
+	ckvo_key_t key;
+
+	if (hub == NULL || name == NULL || length == 0 || length > CKVO_KEY_NAME_MAX)
+		return 0;
+	record = ckvo__thread_record();
+	if (CKVO_UNLIKELY(record == NULL)) {
+		/* No reader record (out of memory): the writer lock also excludes puts. */
+		ckvo__hub_lock(hub);
+		key = key_find(hub, name, length);
+		ckvo__hub_unlock(hub);
+		return key;
+	}
+	ckvo__read_begin(record);
+	key = key_find(hub, name, length);
+	ckvo__read_end(record);
 	return key;
 }
 

@@ -109,6 +109,21 @@ enum Engine {
         return ckvo_key_intern(hub, name, nil)
     }
 
+    /// The key interned from `prefix` followed by the UTF-8 bytes `name`, or
+    /// 0 if none was: never interns, takes no lock (`ckvo_key_find`), and
+    /// allocates nothing for names up to about a kilobyte (the bytes are put
+    /// together on the stack).
+    static func findKey(_ prefix: StaticString, _ name: UnsafeBufferPointer<UInt8>) -> EngineKey {
+        let count = prefix.utf8CodeUnitCount + name.count
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: count) { bytes in
+            let raw = UnsafeMutableRawBufferPointer(bytes)
+            raw.copyMemory(from: UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+            UnsafeMutableRawBufferPointer(rebasing: raw[prefix.utf8CodeUnitCount...])
+                .copyMemory(from: UnsafeRawBufferPointer(name))
+            return ckvo_key_find(fastHub, bytes.baseAddress, count)
+        }
+    }
+
     /// The name a key was interned from.
     static func name(of key: EngineKey) -> String? {
         ckvo_key_name(hub, key).map { String(cString: $0) }

@@ -48,7 +48,9 @@ import Synchronization
 /// (`Task { @MainActor in … }`) or consume
 /// ``KeyValueObservable/values(for:bufferingPolicy:)`` on the actor.
 /// Target-actions naming a `@MainActor` method are delivered by hopping: on
-/// the main actor, asynchronously, in order.
+/// the main actor, asynchronously, in order. Target-actions naming a method
+/// isolated to another global actor are refused at registration with
+/// ``KVOError/isolatedAction``.
 ///
 /// ## Cost
 /// Each delivery loads the weak observer strongly for the duration of the
@@ -125,28 +127,36 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     }
 
     /// Observes `keyPath` of `object`, calling `action(observer)(change)` — an
-    /// unbound method reference such as `ViewModel.balanceDidChange` — on every change.
+    /// unbound method reference such as `ViewModel.balanceDidChange` — on every
+    /// change; what the method returns, if anything, is ignored.
+    ///
+    /// For nonisolated methods: the action runs synchronously on the changing
+    /// thread, like a block. (Generic over the method's result so that the
+    /// compiler prefers the refusing overload for methods isolated to a global
+    /// actor; see <doc:ThreadingAndIsolation>.)
     @inlinable
     @discardableResult
-    public func observe<Object: KeyValueObservable, Value>(
+    public func observe<Object: KeyValueObservable, Value, Result>(
         _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
-        action: @escaping @Sendable (Observer) -> (ObservedChange<Value>) -> Void
+        action: @escaping @Sendable (Observer) -> (ObservedChange<Value>) -> Result
     ) throws(KVOError) -> Bool {
         try observe(object, keyPath, options: options) { observer, _, change in
-            action(observer)(change)
+            _ = action(observer)(change)
         }
     }
 
     /// Observes `keyPath` of `object`, calling `action(observer)()` — an
-    /// unbound method reference without arguments — on every change.
+    /// unbound method reference without arguments — on every change; what the
+    /// method returns, if anything, is ignored. For nonisolated methods, like
+    /// the overload with a change argument.
     @inlinable
     @discardableResult
-    public func observe<Object: KeyValueObservable, Value>(
+    public func observe<Object: KeyValueObservable, Value, Result>(
         _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
-        action: @escaping @Sendable (Observer) -> () -> Void
+        action: @escaping @Sendable (Observer) -> () -> Result
     ) throws(KVOError) -> Bool {
         try observe(object, keyPath, options: options) { observer, _, _ in
-            action(observer)()
+            _ = action(observer)()
         }
     }
 
@@ -158,8 +168,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     /// Swift accepts an unbound reference to an actor-isolated method where a
     /// nonisolated function is expected (and would then call it off its actor),
     /// so this overload, chosen for `@MainActor` methods, hops instead. Methods
-    /// isolated to other global actors are not detected: use a block and hop
-    /// explicitly.
+    /// isolated to other global actors are refused
+    /// (``KVOError/isolatedAction``).
     @discardableResult
     public func observe<Object: KeyValueObservable, Value>(
         _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
@@ -183,6 +193,41 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             let transfer = MainActorTransfer(observer: observer, change: change)
             Task { @MainActor in action(transfer.observer)() }
         }
+    }
+
+    /// Refuses an action isolated to a global actor other than the main actor
+    /// (`@MyActor func didChange(_:)` of the observer): throws
+    /// ``KVOError/isolatedAction``, observes nothing and never calls `action`.
+    ///
+    /// Swift would also convert such a method to the nonisolated action type,
+    /// and this controller would then call it on the changing thread, off its
+    /// actor. The compiler prefers this overload for methods isolated to any
+    /// global actor but the main actor (public or internal, returning nothing
+    /// or a `Sendable` value), so they land here instead. It does not hop to
+    /// the actor: in Swift 6.3, converting methods of two different global
+    /// actors to this parameter type can yield one shared conversion thunk,
+    /// so the isolation the action reports may name the wrong actor. Observe
+    /// with a block and hop inside it. See <doc:ThreadingAndIsolation>.
+    ///
+    /// - Throws: Always ``KVOError/isolatedAction``.
+    @discardableResult
+    public func observe<Object: KeyValueObservable, Value, Result: Sendable>(
+        _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
+        action: @escaping @Sendable (Observer) -> @isolated(any) (ObservedChange<Value>) -> Result
+    ) throws(KVOError) -> Bool {
+        throw .isolatedAction
+    }
+
+    /// Refuses an action without arguments isolated to a global actor other
+    /// than the main actor, like the overload with a change argument.
+    ///
+    /// - Throws: Always ``KVOError/isolatedAction``.
+    @discardableResult
+    public func observe<Object: KeyValueObservable, Value, Result: Sendable>(
+        _ object: Object?, _ keyPath: KeyPath<Object, Value>, options: ObservingOptions = [],
+        action: @escaping @Sendable (Observer) -> @isolated(any) () -> Result
+    ) throws(KVOError) -> Bool {
+        throw .isolatedAction
     }
 
     /// Observes several key paths of `object` with one block; each change's

@@ -53,6 +53,14 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
     /// itself. Swift only (no C status).
     public static var dependencyCycle: KVOError { KVOError(rawValue: 1003) }
 
+    /// A target-action names a method isolated to a global actor other than
+    /// the main actor. SwiftKVO cannot deliver to it on its actor, and calling
+    /// it on the changing thread would run it off its actor, so the
+    /// registration is refused: nothing is observed and the action is never
+    /// called. Observe with a block and hop to the actor inside it. Swift only
+    /// (no C status). See <doc:ThreadingAndIsolation>.
+    public static var isolatedAction: KVOError { KVOError(rawValue: 1004) }
+
     /// The engine's message for the status (`ckvo_strerror`), or the Swift-only message.
     public var description: String {
         switch rawValue {
@@ -61,6 +69,7 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
                 + "a declared dependent key, or a chain of @Observed properties)"
         case 1002: return "a force-unwrapped key path (!) would trap on nil: observe it with ?. instead"
         case 1003: return "the dependent key is computed from itself (a dependency cycle)"
+        case 1004: return "a target-action isolated to a global actor other than the main actor"
         default: return Engine.message(for: rawValue)
         }
     }

@@ -1,5 +1,5 @@
 // Keys (SPEC §3): interned names, the same name always the same key in one hub, names copied,
-// the first getter kept.
+// the first getter kept; a name is found without interning it.
 
 import CKVOCore
 import CKVOTestSupport
@@ -82,5 +82,58 @@ import Testing
         let probe = Probe()
         let key = first.key("shared")
         #expect(second.observe(probe, object: fake(0), key: key).status == CKVO_EINVAL)
+    }
+
+    /// `ckvo_key_find` on a name `name` spells, as `length` bytes of a larger buffer.
+    private func find(_ hub: TestHub, _ name: String) -> ckvo_key_t {
+        Array((name + "trailing bytes").utf8).withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { ckvo_key_find(hub.raw, $0.baseAddress, name.utf8.count) }
+        }
+    }
+
+    @Test func findingANameReturnsItsKeyWithoutInterning() {
+        let hub = TestHub()
+        let key = hub.key("balance")
+        #expect(find(hub, "balance") == key)
+        #expect(find(hub, "ä-ö-ü") == 0)
+        for index in 0..<10_000 { #expect(find(hub, "never.interned.\(index)") == 0) }
+        #expect(hub.stats().keys == 1)
+        let later = hub.key("ä-ö-ü")
+        #expect(find(hub, "ä-ö-ü") == later)
+    }
+
+    @Test func findingRejectsBadInputWithZero() {
+        let hub = TestHub()
+        _ = hub.key("x")
+        #expect(ckvo_key_find(nil, "x", 1) == 0)
+        #expect(ckvo_key_find(hub.raw, nil, 1) == 0)
+        #expect(ckvo_key_find(hub.raw, "x", 0) == 0)
+        let long = String(repeating: "y", count: 1025)
+        #expect(find(hub, long) == 0)
+    }
+
+    @Test func findingRacesInterningAndNeverSeesAWrongKey() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let names = (0..<iterations(4_000, stress: 400_000)).map { "raced.\($0)" }
+        let wrong = AtomicCounter()
+        let done = AtomicCounter()
+        // Interning grows the name table (new maps, the old ones retired) under the finders.
+        runThreads(3) { index in
+            if index == 0 {
+                for name in names { _ = ckvo_key_intern(raw, name, nil) }
+                done.next()
+                return
+            }
+            while done.value == 0 {
+                for name in names.reversed() {
+                    // A name not interned yet is 0, never another name's key.
+                    let key = name.withCString { ckvo_key_find(raw, $0, name.utf8.count) }
+                    if key != 0, ckvo_key_name(raw, key).map({ String(cString: $0) }) != name { wrong.next() }
+                }
+            }
+        }
+        #expect(wrong.value == 0)
+        #expect(names.allSatisfy { name in name.withCString { ckvo_key_find(raw, $0, name.utf8.count) } == hub.key(name) })
     }
 }

@@ -71,6 +71,27 @@ struct AllocationTests {
         hub.removeObserver(observer)
     }
 
+    @Test func hubPostWithALiteralNameAllocatesNothing() throws {
+        let hub = NotificationHub.default
+        let observer = Observer()
+        let counter = Counter()
+        try hub.addObserver(observer, name: "test.allocation.literal.observed") { _, _ in counter.increment() }
+        for _ in 0..<100 {
+            hub.post(name: "test.allocation.literal.observed")
+            hub.post(name: "test.allocation.literal.never.observed")
+        }
+        let before = counter.count
+        skvo_alloc_begin()
+        for _ in 0..<1_000 {
+            hub.post(name: "test.allocation.literal.observed")
+            hub.post(name: "test.allocation.literal.never.observed")
+        }
+        let allocations = skvo_alloc_end()
+        #expect(counter.count - before == 1_000)
+        #expect(allocations == 0)
+        hub.removeObserver(observer)
+    }
+
     @Test func unobservedSetAllocatesNothing() throws {
         let account = Account()
         account.balance = 1

@@ -393,7 +393,84 @@ final class MainActorViewModel {
     }
 }
 
+/// A global actor other than the main actor, visible outside the test module.
+@globalActor public actor PublicTestActor {
+    public static let shared = PublicTestActor()
+}
+
+/// A global actor other than the main actor, internal to the test module.
+@globalActor actor InternalTestActor {
+    static let shared = InternalTestActor()
+}
+
+/// An observer whose actions are isolated to custom global actors. Each
+/// action checks that it runs on its actor, then counts the call.
+final class CustomActorViewModel: Sendable {
+    let calls = Counter()
+
+    @PublicTestActor func publicActorBalanceDidChange(_ change: ObservedChange<Double>) {
+        PublicTestActor.shared.assertIsolated()
+        calls.increment()
+    }
+
+    @PublicTestActor func publicActorPing() {
+        PublicTestActor.shared.assertIsolated()
+        calls.increment()
+    }
+
+    @InternalTestActor func internalActorBalanceDidChange(_ change: ObservedChange<Double>) {
+        InternalTestActor.shared.assertIsolated()
+        calls.increment()
+    }
+
+    @InternalTestActor func internalActorPing() {
+        InternalTestActor.shared.assertIsolated()
+        calls.increment()
+    }
+
+    @InternalTestActor func internalActorCount(_ change: ObservedChange<String>) -> Int {
+        InternalTestActor.shared.assertIsolated()
+        calls.increment()
+        return calls.count
+    }
+}
+
 @Suite struct KVOControllerIsolationTests {
+    @Test func actionsIsolatedToOtherGlobalActorsAreRefusedAndNeverRunOffTheirActor() throws {
+        let viewModel = CustomActorViewModel()
+        let account = Account()
+        let kvo = KVOController(observer: viewModel)
+        typealias Model = CustomActorViewModel
+        #expect(throws: KVOError.isolatedAction) { try kvo.observe(account, \.balance, options: .new, action: Model.publicActorBalanceDidChange) }
+        #expect(throws: KVOError.isolatedAction) { try kvo.observe(account, \.balance, action: Model.publicActorPing) }
+        #expect(throws: KVOError.isolatedAction) { try kvo.observe(account, \.balance, options: .new, action: Model.internalActorBalanceDidChange) }
+        #expect(throws: KVOError.isolatedAction) { try kvo.observe(account, \.name, action: Model.internalActorPing) }
+        #expect(throws: KVOError.isolatedAction) { try kvo.observe(account, \.name, options: .new, action: Model.internalActorCount) }
+        #expect(throws: KVOError.isolatedAction) { try kvo.observe(account, \.name, action: { model in model.internalActorPing }) }
+        // Refused: nothing was registered, so no change calls an action on this thread.
+        account.balance = 1
+        account.name = "changed"
+        #expect(viewModel.calls.count == 0)
+        #expect(kvo.unobserveAll() == 0)
+    }
+
+    @Test func nonisolatedActionReturningAValueRunsSynchronously() throws {
+        final class Tally: Sendable {
+            let counter = Counter()
+            func record(_ change: ObservedChange<Double>) -> Int {
+                counter.increment()
+                return counter.count
+            }
+        }
+        let tally = Tally()
+        let account = Account()
+        let kvo = KVOController(observer: tally)
+        #expect(try kvo.observe(account, \.balance, options: .new, action: Tally.record))
+        account.balance = 2
+        #expect(tally.counter.count == 1)
+    }
+
+
     @MainActor
     @Test func mainActorTargetActionIsDeliveredOnTheMainActorInOrder() async throws {
         let viewModel = MainActorViewModel()

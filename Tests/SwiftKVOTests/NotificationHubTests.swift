@@ -1,4 +1,6 @@
 import Foundation
+import IsolatedRunSupport
+import Synchronization
 import Testing
 @testable import SwiftKVO
 
@@ -9,7 +11,7 @@ extension NotificationHub.Name {
 /// How many engine registrations of `name` exist, for any sender (the name's
 /// probe counter: exact once removals were flushed).
 func liveObservations(of name: NotificationHub.Name) -> Int {
-    Int(name.probe.raw.pointee.observations)
+    Int(Engine.probe(of: name.keyIfEverObserved).raw.pointee.observations)
 }
 
 /// SPEC §2 item 15 through the Swift hub. Every test uses its own names, so
@@ -263,5 +265,105 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         }
         // The allocator under AddressSanitizer quarantines freed memory.
         #expect(reused > 0 || getenv("SWIFTKVO_SANITIZER") != nil, "no address was reused")
+    }
+
+    @Test func aPostWithALiteralReachesObserversOfTheSameNameHoweverSpelled() throws {
+        let hub = NotificationHub.default
+        let observer = Observer()
+        let counter = Counter()
+        let id = 42
+        try hub.addObserver(observer, name: NotificationHub.Name("test.literal.\(id)")) { _, _ in counter.increment() }
+        hub.post(name: "test.literal.42")
+        hub.post(name: NotificationHub.Name(rawValue: "test.literal." + String(id)))
+        #expect(counter.count == 2)
+        hub.removeObserver(observer)
+        hub.post(name: "test.literal.42")
+        #expect(counter.count == 2)
+    }
+
+    /// Each thread remembers its last posted name's key: posts that alternate
+    /// names, and a name first observed after this thread posted it in vain,
+    /// each reach exactly their own observers.
+    @Test func alternatingPostsOnOneThreadReachTheirOwnObservers() throws {
+        let hub = NotificationHub.default
+        let first = uniqueName()
+        let second = NotificationHub.Name(first.rawValue + ".second")
+        let observer = Observer()
+        let log = Log<String>()
+        try hub.addObserver(observer, name: first) { _, _ in log.append("first") }
+        hub.post(name: first)
+        hub.post(name: second)  // nobody observes it yet: no key, nothing remembered
+        try hub.addObserver(observer, name: second) { _, _ in log.append("second") }
+        for _ in 0..<3 {
+            hub.post(name: NotificationHub.Name(first.rawValue))
+            hub.post(name: NotificationHub.Name(second.rawValue))
+        }
+        #expect(log.values == ["first"] + Array(repeating: ["first", "second"], count: 3).flatMap { $0 })
+        hub.removeObserver(observer)
+    }
+
+    /// The first registration of a name interns it while another thread posts
+    /// it: a post that starts after `addObserver` returned finds the name and
+    /// reaches the observer, every time (the post's lock-free lookup races the
+    /// interning, and the name table grows under it).
+    @Test func aPostAfterTheFirstRegistrationOfANameAlwaysReachesIt() throws {
+        final class Progress: Sendable {
+            let registered = Atomic<Int>(0)
+        }
+        let hub = NotificationHub.default
+        let names = (0..<2_000).map { NotificationHub.Name("test.firstRegistration.\($0)") }
+        let observer = Observer()
+        let progress = Progress()
+        let delivered = Counter()
+        let missed = Counter()
+        runConcurrently(2) { index in
+            if index == 0 {
+                for (i, name) in names.enumerated() {
+                    try! hub.addObserver(observer, name: name) { _, _ in delivered.increment() }
+                    progress.registered.store(i + 1, ordering: .releasing)
+                }
+                return
+            }
+            var next = 0
+            while next < names.count {
+                guard next < progress.registered.load(ordering: .acquiring) else {
+                    sched_yield()
+                    continue
+                }
+                let before = delivered.count
+                hub.post(name: NotificationHub.Name(names[next].rawValue))
+                if delivered.count != before + 1 { missed.increment() }
+                next += 1
+            }
+        }
+        #expect(missed.count == 0)
+        #expect(delivered.count == names.count)
+        #expect(hub.removeObserver(observer) == names.count)
+    }
+
+    /// Creating names and posting names nobody observes interns nothing: the
+    /// engine's key count stays where it was over 100,000 distinct names built
+    /// from data. Keys belong to the whole process and other suites intern
+    /// theirs in parallel, so the count is taken in a child running only this test.
+    @Test func postingDistinctNamesNobodyObservesLeavesTheKeyCountUnchanged() async throws {
+        let name = "postingDistinctNamesNobodyObservesLeavesTheKeyCountUnchanged"
+        guard isIsolatedChild(name) else {
+            try await measureInChild(
+                filter: "SwiftKVOTests.NotificationHubTests/\(name)", name: name, marker: "hub-keys:")
+            return
+        }
+        let hub = NotificationHub.default
+        let observer = Observer()
+        try hub.addObserver(observer, name: "test.keys.observed") { _, _ in }
+        hub.post(name: "test.keys.observed")  // warm: the hub and this thread's post state exist
+        let before = Engine.stats().keys
+        for id in 0..<100_000 {
+            let unobserved = NotificationHub.Name("test.keys.user.\(id).changed")
+            hub.post(name: unobserved, userInfo: ["id": id])
+        }
+        let after = Engine.stats().keys
+        print("hub-keys: 100000 posts of distinct unobserved names: engine keys \(before) -> \(after)")
+        #expect(after == before)
+        hub.removeObserver(observer)
     }
 }

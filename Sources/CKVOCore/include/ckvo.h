@@ -251,6 +251,16 @@ CKVO_EXPORT ckvo_status_t ckvo_hub_stats(ckvo_hub_t *hub, ckvo_hub_stats_t *stat
 CKVO_EXPORT ckvo_key_t ckvo_key_intern(ckvo_hub_t *hub, const char *name, ckvo_getter_t getter);
 
 /*
+ * The key interned from the `length` bytes at `name` (not NUL-terminated;
+ * borrowed for the call), or 0 if no key has that name: never interns, so
+ * looking up names nobody interned does not grow the hub. Lock-free and
+ * non-blocking (a read of the name table, like a dispatch), for announcers
+ * that resolve a name on every change; any thread, also inside a callback.
+ * Returns 0 for a NULL hub or name, or a length of 0 or over 1024 bytes.
+ */
+CKVO_EXPORT ckvo_key_t ckvo_key_find(ckvo_hub_t *hub, const char *name, size_t length);
+
+/*
  * The name `key` was interned from, or NULL if `key` is not a key of `hub`.
  * The string lives as long as the hub.
  */
