@@ -333,6 +333,16 @@ ckvo__read_begin(ck_epoch_record_t *record)
 {
 	if (!ckvo__asymmetric_fence) {
 		ck_epoch_begin(record, NULL);
+		/*
+		 * Orders the load of the global epoch inside ck_epoch_begin
+		 * before the section's loads (free under TSO). A scan may see
+		 * `active` set with a stale epoch, before this reader stores the
+		 * one it loaded; if that one came from a newer advance, the
+		 * section's loads must see what was unpublished before that
+		 * advance, or a later scan would take the reader for settled in
+		 * the new epoch while it holds something retired before.
+		 */
+		ck_pr_fence_load();
 		return;
 	}
 

@@ -23,7 +23,13 @@
  *   it sees the entry unpublished and cannot reach it. IDLE: no reader is
  *   visible, so none can hold the entry. Two SETTLED scans S1, S2 after the
  *   retirement (fresh at S1, aged at S2): every reader holding the entry was
- *   visible at S1 with S1's epoch e; S1 left the epoch at e + 1 or later, and
+ *   visible at S1 with S1's epoch e. (S1 may read a stale epoch from the
+ *   record of a reader that has set `active` but not yet stored the epoch it
+ *   loaded. If that epoch is e or older, S2 below still finds it. If newer,
+ *   the reader loaded it from an advance made after S1 read e, so after the
+ *   entry was unpublished everywhere, and its section's loads come after
+ *   that load (ckvo__read_begin): it cannot hold the entry.) S1 left the
+ *   epoch at e + 1 or later, and
  *   S2, which comes later under the same lock, read a newer epoch, so such a
  *   reader, still in the same section, would have made S2 BUSY. Nothing here
  *   relies on a scan, a barrier or an epoch advance made by another thread

@@ -56,6 +56,14 @@ import Testing
         #expect(ckvo_hub_flush(hub) == CKVO_OK)
     }
 
+    /// A release other threads were running at fork time is lost with them in the child: it no
+    /// longer counts as pending there (it did forever), and a flush does not wait for it.
+    @Test func childDoesNotCountAReleaseInFlightOnAVanishedThreadAsPending() {
+        let hub = TestHub()
+        let result = ckvots_fork_pending_with_release_in_flight(hub.raw, fake(0), hub.key("value"))
+        #expect(result == 0, "child's pending releases, or helper code: \(result)")
+    }
+
     @Test func childOfAnIdleProcessWorksToo() {
         let hub = TestHub()
         let key = hub.key("value")

@@ -143,3 +143,77 @@ ckvots_fork_prompt_release(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
 	(void)ckvo_unobserve(hub, blocking);
 	return result;
 }
+
+struct in_flight {
+	ckvo_hub_t *hub;
+	_Atomic int entered;
+	_Atomic int go;
+	_Atomic int releases;
+};
+
+static void
+blocking_release(void *context)
+{
+	struct in_flight *flight = context;
+
+	atomic_fetch_add(&flight->releases, 1);
+	atomic_store(&flight->entered, 1);
+	while (!atomic_load(&flight->go))
+		sleep_ms(1);
+}
+
+static void *
+flush_main(void *argument)
+{
+	struct in_flight *flight = argument;
+
+	(void)ckvo_hub_flush(flight->hub);
+	return NULL;
+}
+
+int
+ckvots_fork_pending_with_release_in_flight(ckvo_hub_t *hub, const void *object, ckvo_key_t key)
+{
+	static struct in_flight flight;
+	ckvo_token_t token = 0;
+	pthread_t thread;
+	int result, status = 0;
+	pid_t pid;
+
+	flight.hub = hub;
+	atomic_store(&flight.entered, 0);
+	atomic_store(&flight.go, 0);
+	atomic_store(&flight.releases, 0);
+	if (ckvo_observe(hub, object, key, 0, NULL, noop_callback, &flight, blocking_release, &token) !=
+		CKVO_OK ||
+	    ckvo_unobserve(hub, token) != CKVO_OK)
+		return CKVOTS_PROMPT_HELPER_SETUP;
+	/* Whichever thread takes the release (this flush, or the hub's own), it blocks there. */
+	if (pthread_create(&thread, NULL, flush_main, &flight) != 0)
+		return CKVOTS_PROMPT_HELPER_SETUP;
+	while (!atomic_load(&flight.entered))
+		sleep_ms(1);
+
+	pid = fork();
+	if (pid == 0) {
+		ckvo_hub_stats_t stats;
+
+		if (ckvo_hub_flush(hub) != CKVO_OK || ckvo_hub_stats(hub, &stats) != CKVO_OK)
+			_exit(CKVOTS_PROMPT_HELPER_SETUP);
+		_exit(stats.pending_releases > 100 ? 100 : (int)stats.pending_releases);
+	}
+	result = CKVOTS_PROMPT_HELPER_SETUP;
+	if (pid > 0) {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (WIFEXITED(status))
+			result = WEXITSTATUS(status);
+		else
+			result = CKVOTS_PROMPT_CHILD_SIGNALED + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	}
+	atomic_store(&flight.go, 1);
+	(void)pthread_join(thread, NULL);
+	if (ckvo_hub_flush(hub) != CKVO_OK || atomic_load(&flight.releases) != 1)
+		result = CKVOTS_PROMPT_PARENT_NOT_RELEASED + 100;
+	return result;
+}

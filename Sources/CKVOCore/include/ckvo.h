@@ -206,9 +206,10 @@ typedef struct ckvo_hub_stats {
 CKVO_EXPORT ckvo_hub_t *ckvo_hub_create(void);
 
 /*
- * Destroys `hub`: stops and joins its background thread, removes every
- * observation, waits for a grace period, then calls each remaining `release`
- * exactly once, on this thread. The caller must make sure no other thread
+ * Destroys `hub`: stops and joins its background thread (waiting for the
+ * releases it may be running: do not call this holding a lock that a release
+ * takes), removes every observation, waits for a grace period, then calls
+ * each remaining `release` exactly once, on this thread. The caller must make sure no other thread
  * uses the hub (dispatches included) once the call begins, nor after it; the
  * wait is for dispatches of other hubs, which share the grace periods.
  * NULL is a no-op returning CKVO_OK. Returns CKVO_EINVAL for the default hub

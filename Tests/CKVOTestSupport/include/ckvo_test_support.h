@@ -296,6 +296,19 @@ enum {
 int ckvots_fork_prompt_release(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
     ckvo_key_t other_key, unsigned timeout_seconds);
 
+/*
+ * fork() while another thread is inside a `release` (its observation was
+ * removed, its grace period passed, and that thread, flushing, is running it).
+ * The child, where that thread does not exist, reports through its exit code
+ * how many releases ckvo_hub_stats says are still pending on `hub` (capped at
+ * 100; 0 is right: nothing there waits for a grace period any more), after a
+ * ckvo_hub_flush that must not wait for the vanished thread. The parent lets
+ * the release return and checks it ran once. Returns the child's count, or a
+ * CKVOTS_PROMPT_* code >= 103 (CKVOTS_PROMPT_PARENT_NOT_RELEASED + 100 when the
+ * parent's release did not run exactly once).
+ */
+int ckvots_fork_pending_with_release_in_flight(ckvo_hub_t *hub, const void *object, ckvo_key_t key);
+
 /* ------------------------------------------------------ thread_exit.c */
 
 /*
