@@ -1,0 +1,2 @@
+import SwiftKVORelay
+import Histogram
