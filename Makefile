@@ -205,8 +205,7 @@ PG_DATA       := $(CURDIR)/.build-relay/postgres
 PG_SOCKETS    := /tmp/swiftkvo-pg-$(PG_PORT)
 PG_BIN         = $$(dirname "$$(ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")
 PG_AS_OWNER   := runuser -u postgres --
-RELAY_SWIFT   := cd Relay && $(SWIFT)
-RELAY_SCRATCH := --scratch-path $(CURDIR)/.build-relay
+RELAY_SCRATCH := --package-path Relay --scratch-path $(CURDIR)/.build-relay
 # What the relay tests connect with, and how the restart test stops and starts the server.
 RELAY_ENV     := PGHOST=127.0.0.1 PGPORT=$(PG_PORT) PGUSER=postgres PGDATABASE=postgres \
 	RELAY_PG_STOP="$(MAKE) --no-print-directory -C $(CURDIR) pg-stop" \
@@ -239,13 +238,13 @@ pg-stop:
 
 relay-build: deps
 	@echo "== relay: build (PostgresNIO and the relay, in .build-relay)"
-	$(RELAY_SWIFT) build $(RELAY_SCRATCH) --build-tests
+	$(SWIFT) build $(RELAY_SCRATCH) --build-tests
 
 # The server is stopped whether the tests pass or not; the tests' status is kept.
 relay-test: relay-build
 	@$(MAKE) --no-print-directory pg-start
 	@echo "== test: relay against PostgreSQL"
-	@$(RELAY_ENV) $(RELAY_SWIFT) test $(RELAY_SCRATCH) --skip-build; status=$$?; \
+	@$(RELAY_ENV) $(SWIFT) test $(RELAY_SCRATCH) --skip-build; status=$$?; \
 		$(MAKE) --no-print-directory pg-stop; exit $$status
 
 # Relay against raw PostgresNIO NOTIFY/LISTEN in one run; skipped when no server starts.
@@ -255,7 +254,7 @@ relay-bench: deps
 	@if ! $(MAKE) --no-print-directory pg-start; then \
 		echo "relay benchmark skipped: no PostgreSQL server could be started"; exit 0; \
 	fi; \
-	$(RELAY_ENV) $(RELAY_SWIFT) run $(RELAY_SCRATCH) -c release RelayBenchmarks $(RELAY_BENCH_ARGS); status=$$?; \
+	$(RELAY_ENV) $(SWIFT) run $(RELAY_SCRATCH) -c release RelayBenchmarks $(RELAY_BENCH_ARGS); status=$$?; \
 		$(MAKE) --no-print-directory pg-stop; exit $$status
 
 relay-clean:

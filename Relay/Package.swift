@@ -41,7 +41,7 @@ let package = Package(
         // The second process of the two-process test (SwiftKVORelayTests starts it).
         .executableTarget(
             name: "RelayTestPeer",
-            dependencies: ["SwiftKVORelay"],
+            dependencies: ["SwiftKVORelay", .product(name: "Logging", package: "swift-log")],
             path: "Tests/RelayTestPeer"
         ),
         .testTarget(

@@ -5,6 +5,7 @@
 // assigned here notifies local observers like any change). Prints "ready"
 // once listening; exits when stdin closes.
 import Foundation
+import Logging
 import SwiftKVO
 import SwiftKVORelay
 
@@ -21,7 +22,10 @@ extension NotificationHub.Name {
 final class Responder: Sendable {}
 
 let channel = try RelayChannel(CommandLine.arguments.dropFirst().first ?? "relay_peer")
-let relay = Relay(configuration: RelayConfiguration(postgres: try RelayConfiguration.environment(), channel: channel))
+var logger = Logger(label: "RelayTestPeer")
+logger.logLevel = .warning
+let relay = Relay(
+    configuration: RelayConfiguration(postgres: try RelayConfiguration.environment(), channel: channel, logger: logger))
 try relay.bridge(.ping, userInfoTypes: ["n": Int.self])
 try relay.bridge(.pong, userInfoTypes: ["n": Int.self, "counter": Int.self])
 let counter = Counter()

@@ -32,15 +32,23 @@ enum TestServer {
         return logger
     }
 
-    /// Runs a shell command given by the environment (the Makefile's pg-stop / pg-start).
+    /// Runs a shell command given by the environment (the Makefile's pg-stop /
+    /// pg-start) and waits for it. Spawned and reaped directly: Foundation's
+    /// Process waits until every descendant lets go of its descriptors, and
+    /// pg-start leaves the server running.
     static func runCommand(_ variable: String) throws {
         let command = try #require(environment[variable], "\(variable) is not set: run through make relay-test")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(command) failed")
+        let words: [String] = ["/bin/sh", "-c", command]
+        let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) }
+        let variables: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") }
+        defer { (arguments + variables).forEach { free($0) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, "/bin/sh", nil, nil, arguments + [nil], variables + [nil])
+        #expect(spawned == 0, "cannot start \(command)")
+        guard spawned == 0 else { return }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        #expect(status == 0, "\(command) failed")
     }
 }
 
@@ -49,11 +57,19 @@ final class RunningRelay: Sendable {
     let relay: Relay
     private let task: Task<Void, Never>
 
-    init(channel: RelayChannel, instanceID: String? = nil) async throws {
+    /// - Parameters:
+    ///   - applicationName: The connection's `application_name`, to find its backend.
+    ///   - reconnectDelay: The first delay before reconnecting.
+    init(
+        channel: RelayChannel, applicationName: String = "relay-test",
+        reconnectDelay: Duration = .milliseconds(50)
+    ) async throws {
+        var connection = try TestServer.connection()
+        connection.options.additionalStartupParameters = [("application_name", applicationName)]
         var configuration = RelayConfiguration(
-            postgres: try TestServer.connection(), channel: channel, instanceID: instanceID,
-            logger: TestServer.quietLogger)
-        configuration.maximumReconnectDelay = .milliseconds(500)
+            postgres: connection, channel: channel, logger: TestServer.quietLogger)
+        configuration.initialReconnectDelay = reconnectDelay
+        configuration.maximumReconnectDelay = max(reconnectDelay, .milliseconds(500))
         let relay = Relay(configuration: configuration)
         self.relay = relay
         task = Task { await relay.run() }
@@ -123,10 +139,31 @@ func within<T: Sendable>(_ deadline: Duration, _ body: @escaping @Sendable () as
 /// Sends `payloads` on `channel` with a plain PostgresNIO connection: another
 /// client of the same database, which the relay must not trust.
 func notifyRaw(_ payloads: [String], on channel: RelayChannel) async throws {
+    try await withRawConnection { connection in
+        for payload in payloads {
+            _ = try await connection.query("SELECT pg_notify(\(channel.name), \(payload))", logger: TestServer.quietLogger)
+        }
+    }
+}
+
+/// Ends the server sessions of the connections named `applicationName`, as
+/// an administrator or a network failure would.
+func terminateBackends(of applicationName: String) async throws {
+    try await withRawConnection { connection in
+        _ = try await connection.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(applicationName)",
+            logger: TestServer.quietLogger)
+    }
+}
+
+private func withRawConnection(_ body: (PostgresConnection) async throws -> Void) async throws {
     let connection = try await PostgresConnection.connect(
         configuration: try TestServer.connection(), id: 0, logger: TestServer.quietLogger)
-    for payload in payloads {
-        _ = try await connection.query("SELECT pg_notify(\(channel.name), \(payload))", logger: TestServer.quietLogger)
+    do {
+        try await body(connection)
+    } catch {
+        try? await connection.close()
+        throw error
     }
     try await connection.close()
 }
