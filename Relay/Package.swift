@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "SwiftKVORelay", targets: ["SwiftKVORelay"]),
         .executable(name: "RelayBenchmarks", targets: ["RelayBenchmarks"]),
+        .executable(name: "RelayExample", targets: ["RelayExample"]),
     ],
     dependencies: [
         .package(name: "SwiftKVO", path: ".."),
@@ -34,9 +35,18 @@ let package = Package(
             name: "RelayBenchmarks",
             dependencies: [
                 "SwiftKVORelay",
+                .product(name: "SwiftKVO", package: "SwiftKVO"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
+        ),
+        // The README's two-instance example.
+        .executableTarget(
+            name: "RelayExample",
+            dependencies: ["SwiftKVORelay", .product(name: "SwiftKVO", package: "SwiftKVO")],
+            path: "Examples/RelayExample"
         ),
         // The second process of the two-process test (SwiftKVORelayTests starts it).
         .executableTarget(
