@@ -432,33 +432,25 @@ public final class Relay: Sendable {
             "relay dropped a message", metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance ?? "?")"])
     }
 
-    private enum Target {
-        case post(Bridge)
-        case set(any Replicating)
-    }
-
     /// One message from the broker. Nothing in it is trusted before it decoded.
     private func receive(_ payload: String) {
         guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
-        let data = Data(payload.utf8)
-        guard let envelope = try? JSONDecoder().decode(Wire.Envelope.self, from: data),
-            envelope.v == Wire.version, !envelope.o.isEmpty,
-            envelope.o.utf8.count <= Wire.maximumInstanceIDBytes
+        let decoder = JSONDecoder()
+        decoder.userInfo[Wire.Resolver.codingKey] = resolver
+        guard let message = try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8)),
+            message.envelope.v == Wire.version, !message.envelope.o.isEmpty,
+            message.envelope.o.utf8.count <= Wire.maximumInstanceIDBytes
         else { return drop(.malformed) }
-        let instance = envelope.o
+        let instance = message.envelope.o
         if instance == configuration.instanceID {
             state.withLock { $0.statistics.ownMessagesSkipped += 1 }
             return
         }
-        let (isNew, missed, target) = state.withLock { state in
-            let (isNew, missed) = Self.track(instance, envelope.s, in: &state, limit: configuration.maximumTrackedInstances)
-            let target: Target? =
-                switch envelope.t {
-                case .post: state.bridges[envelope.n].map(Target.post)
-                case .set: state.replications[envelope.n].map(Target.set)
-                }
+        let (isNew, missed) = state.withLock { state in
+            let (isNew, missed) = Self.track(
+                instance, message.envelope.s, in: &state, limit: configuration.maximumTrackedInstances)
             if missed > 0 { state.statistics.missed += missed }
-            return (isNew, missed, target)
+            return (isNew, missed)
         }
         guard isNew else { return drop(.duplicate, instance) }
         if missed > 0 {
@@ -466,20 +458,17 @@ public final class Relay: Sendable {
                 "relay missed messages", metadata: ["instance": "\(instance)", "missed": "\(missed)"])
             postResynchronize(["reason": "missed", "instance": instance, "missed": missed])
         }
-        switch target {
-        case nil:
+        switch message.body {
+        case .unknownName:
             drop(.unknownName, instance)
-        case .post(let bridge):
-            let decoder = JSONDecoder()
-            decoder.userInfo[UserInfoSchema.codingKey] = bridge.schema
-            guard var userInfo = try? decoder.decode(Wire.PostBody.self, from: data).u.values else {
-                return drop(.wrongType, instance)
-            }
+        case .wrongType:
+            drop(.wrongType, instance)
+        case .post(let name, var userInfo):
             userInfo[RelayOrigin.userInfoKey] = RelayOrigin.remote(instance: instance)
             state.withLock { $0.statistics.delivered += 1 }
-            NotificationHub.default.post(name: bridge.name, object: self, userInfo: userInfo)
-        case .set(let replication):
-            switch replication.applyRemote(data, from: instance, relay: self) {
+            NotificationHub.default.post(name: name, object: self, userInfo: userInfo)
+        case .set(let replication, let stamp, let value):
+            switch replication.applyRemote(value, stamp: stamp, from: instance, relay: self) {
             case .applied: state.withLock { $0.statistics.delivered += 1 }
             case .stale: drop(.stale, instance)
             case .wrongType: drop(.wrongType, instance)
@@ -490,6 +479,17 @@ public final class Relay: Sendable {
         }
     }
 
+    /// Looks names up while a message decodes, so it is decoded once.
+    private var resolver: Wire.Resolver {
+        Wire.Resolver { [weak self] kind, name in
+            self?.state.withLock { state in
+                switch kind {
+                case .post: state.bridges[name].map { .bridge($0.name, $0.schema) }
+                case .set: state.replications[name].map { .replication($0) }
+                }
+            }
+        }
+    }
     /// Records sequence number `sequence` of `instance`: whether it is new
     /// (not a resend), and how many of the instance's messages were skipped
     /// before it. The table keeps at most `limit` instances, forgetting the

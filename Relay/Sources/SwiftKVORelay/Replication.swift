@@ -1,13 +1,14 @@
-import Foundation
 import SwiftKVO
+import Synchronization
 
 /// One replicated property: the object (held weakly), its key path, its name
 /// on the wire, and the observation that publishes local changes.
 protocol Replicating: AnyObject, Sendable {
     var name: String { get }
-    /// Decodes a "set" message's body and, if the relay accepts its stamp
-    /// (last writer wins), assigns the value.
-    func applyRemote(_ message: Data, from instance: String, relay: Relay) -> RemoteSetResult
+    /// Decodes a "set" message's value as the property's type.
+    func decodeValue(from decoder: any Decoder) throws -> any Sendable
+    /// Assigns a decoded value if the relay accepts its stamp (last writer wins).
+    func applyRemote(_ value: any Sendable, stamp: UInt64, from instance: String, relay: Relay) -> RemoteSetResult
     /// Stops publishing local changes.
     func stop()
 }
@@ -25,12 +26,11 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
 {
     // `object` and `keyPath` are set once; the object is only touched through
     // the key path, from the relay's receive task, as documented on
-    // Relay.replicate. `token` is guarded by `lock`.
+    // Relay.replicate.
     let name: String
     private weak var object: Object?
     private let keyPath: ReferenceWritableKeyPath<Object, Value>
-    private let lock = NSLock()
-    private var token: ObservationToken?
+    private let token = Mutex<ObservationToken?>(nil)
 
     /// Set while a remote value is being assigned (on the assigning thread).
     private static var applying: ThreadMarker { relayApplyingMarker }
@@ -47,20 +47,22 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
             guard let self, let relay, !Self.applying.isSet(self), let value = change.newValue else { return }
             relay.publishSet(name: self.name, value: value)
         }
-        lock.withLock { self.token = token }
+        self.token.withLock { $0 = token }
     }
 
     func stop() {
-        lock.withLock { token.take() }?.invalidate()
+        token.withLock { $0.take() }?.invalidate()
     }
 
-    func applyRemote(_ message: Data, from instance: String, relay: Relay) -> RemoteSetResult {
-        guard let body = try? JSONDecoder().decode(Wire.SetBody<Value>.self, from: message) else {
-            return .wrongType
-        }
+    func decodeValue(from decoder: any Decoder) throws -> any Sendable {
+        try Value(from: decoder)
+    }
+
+    func applyRemote(_ value: any Sendable, stamp: UInt64, from instance: String, relay: Relay) -> RemoteSetResult {
+        guard let value = value as? Value else { return .wrongType }
         guard let object else { return .gone }
-        guard relay.acceptRemoteWrite(name: name, stamp: body.c, instance: instance) else { return .stale }
-        Self.applying.with(self) { object[keyPath: keyPath] = body.x }
+        guard relay.acceptRemoteWrite(name: name, stamp: stamp, instance: instance) else { return .stale }
+        Self.applying.with(self) { object[keyPath: keyPath] = value }
         return .applied
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SwiftKVO
 
 // The relay's messages, one JSON object per broker message (format version 1):
 //
@@ -10,7 +11,9 @@ import Foundation
 // notification, user info in u) or "set" (a property value x, with the
 // writer's clock stamp c). A receiver decodes the envelope first, then the
 // body with the types registered for the name: nothing from the wire is
-// trusted before it has decoded as what it claims to be.
+// trusted before it has decoded as what it claims to be. A message is decoded
+// in one pass: the envelope first, then the body as the name's registration
+// says (looked up while decoding).
 
 enum Wire {
     static let version = 1
@@ -24,8 +27,8 @@ enum Wire {
         case set
     }
 
-    /// What every message starts with. Decoded alone, before the body.
-    struct Envelope: Decodable {
+    /// What every message starts with.
+    struct Envelope {
         var v: Int
         var o: String
         var s: UInt64
@@ -62,10 +65,6 @@ enum Wire {
         }
     }
 
-    struct PostBody: Decodable {
-        var u: DecodedUserInfo
-    }
-
     struct Set<Value: Encodable>: Encodable {
         var envelope: Header
         var stamp: UInt64
@@ -79,9 +78,62 @@ enum Wire {
         }
     }
 
-    struct SetBody<Value: Decodable>: Decodable {
-        var c: UInt64
-        var x: Value
+    /// What a name is registered as, for decoding its body.
+    enum Registration {
+        case bridge(NotificationHub.Name, UserInfoSchema)
+        case replication(any Replicating)
+    }
+
+    /// Finds a name's registration while a message is decoded.
+    struct Resolver: @unchecked Sendable {  // holds a @Sendable closure; unchecked for the userInfo slot
+        let registration: @Sendable (Kind, String) -> Registration?
+
+        static let codingKey = CodingUserInfoKey(rawValue: "SwiftKVORelay.resolver")!
+    }
+
+    /// A whole incoming message. A body that does not decode as its name's
+    /// types is `.wrongType`, not an error: the envelope is still good (its
+    /// sequence number counts).
+    struct Incoming: Decodable {
+        enum Body {
+            case post(NotificationHub.Name, [String: any Sendable])
+            case set(any Replicating, stamp: UInt64, value: any Sendable)
+            case unknownName
+            case wrongType
+        }
+
+        var envelope: Envelope
+        var body: Body
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: DynamicKey.self)
+            envelope = Envelope(
+                v: try container.decode(Int.self, forKey: DynamicKey("v")),
+                o: try container.decode(String.self, forKey: DynamicKey("o")),
+                s: try container.decode(UInt64.self, forKey: DynamicKey("s")),
+                t: try container.decode(Kind.self, forKey: DynamicKey("t")),
+                n: try container.decode(String.self, forKey: DynamicKey("n")))
+            let resolver = decoder.userInfo[Resolver.codingKey] as? Resolver
+            switch resolver?.registration(envelope.t, envelope.n) {
+            case nil:
+                body = .unknownName
+            case .bridge(let name, let schema):
+                do {
+                    let userInfo = try DecodedUserInfo(from: container.superDecoder(forKey: DynamicKey("u")), schema: schema)
+                    body = .post(name, userInfo.values)
+                } catch {
+                    body = .wrongType
+                }
+            case .replication(let replication):
+                do {
+                    let stamp = try container.decode(UInt64.self, forKey: DynamicKey("c"))
+                    let value = try replication.decodeValue(from: container.superDecoder(forKey: DynamicKey("x")))
+                    body = .set(replication, stamp: stamp, value: value)
+                } catch {
+                    body = .wrongType
+                }
+            }
+        }
     }
 
     static func encoder() -> JSONEncoder {
@@ -120,22 +172,19 @@ struct EncodableUserInfo: Encodable {
 /// The types a bridged name's user-info keys decode as (``Relay/bridge(_:userInfoTypes:)``).
 struct UserInfoSchema: @unchecked Sendable {  // metatypes only: immutable, safe to share
     let types: [String: any (Decodable & Sendable).Type]
-
-    static let codingKey = CodingUserInfoKey(rawValue: "SwiftKVORelay.schema")!
 }
 
 /// A post's user info on its way in. With a schema, every key must be in it
 /// and decode as its type; without, JSON maps to Bool, Int, Double, String,
 /// `[any Sendable]` and `[String: any Sendable]` (null entries are left out),
 /// nested at most ``Wire/maximumDepth`` deep.
-struct DecodedUserInfo: Decodable {
+struct DecodedUserInfo {
     var values: [String: any Sendable] = [:]
 
-    init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder, schema: UserInfoSchema) throws {
         let container = try decoder.container(keyedBy: DynamicKey.self)
-        let schema = decoder.userInfo[UserInfoSchema.codingKey] as? UserInfoSchema
         for key in container.allKeys {
-            if let schema, !schema.types.isEmpty {
+            if !schema.types.isEmpty {
                 guard let type = schema.types[key.stringValue] else {
                     throw DecodingError.dataCorruptedError(
                         forKey: key, in: container, debugDescription: "key not in the bridged name's types")

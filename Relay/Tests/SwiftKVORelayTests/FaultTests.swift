@@ -37,8 +37,9 @@ extension RelayTests {
         try TestServer.runCommand("RELAY_PG_STOP")
         try TestServer.runCommand("RELAY_PG_START")
         try await sender.value
-        try await within(.seconds(60)) { try await a.relay.waitUntilListening() }
-        try await within(.seconds(60)) { try await b.relay.waitUntilListening() }
+        // Both back (not merely not yet aware of the restart): a marker sent
+        // before b listens again would be lost across the gap.
+        try await eventually("both relays reconnected") { a.reconnected && b.reconnected }
         try a.relay.post(name: .testMarker)
         try await eventually("a's marker after the restart") { markers.count == 1 }
 
@@ -86,7 +87,7 @@ extension RelayTests {
         try await eventually("the stream under way") { atB.count >= 50 }
         try await terminateBackends(of: "relay-test-b")
         try await sender.value
-        try await within(.seconds(60)) { try await b.relay.waitUntilListening() }
+        try await eventually("b reconnected") { b.reconnected }
         try a.relay.post(name: .testMarker)
         try await eventually("a's marker after b reconnected") { markers.count == 1 }
 

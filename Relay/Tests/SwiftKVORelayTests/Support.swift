@@ -76,6 +76,10 @@ final class RunningRelay: Sendable {
         try await within(.seconds(30)) { try await relay.waitUntilListening() }
     }
 
+    /// Listening again after having lost a connection. (Disconnects are
+    /// counted in the same step that clears the listening state.)
+    var reconnected: Bool { relay.statistics.disconnects >= 1 && relay.isListening }
+
     func stop() async {
         task.cancel()
         await task.value
