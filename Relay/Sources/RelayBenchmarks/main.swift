@@ -99,9 +99,12 @@ final class Raw: Contender {
     let channel: String
     let batched: Bool
     let setup: Setup
-    private let listening: Task<Void, any Error>
+    private let listening: [Task<Void, any Error>]
 
-    init(name: String, channel: String, batched: Bool, setup: Setup) async throws {
+    /// - Parameter senderListens: The sending connection listens on the
+    ///   channel too, as each relay instance's single connection does (the
+    ///   server then delivers every message to both connections).
+    init(name: String, channel: String, batched: Bool, senderListens: Bool = false, setup: Setup) async throws {
         self.setup = setup
         self.name = name
         self.channel = channel
@@ -111,17 +114,31 @@ final class Raw: Contender {
             configuration: setup.connection, id: 2, logger: setup.logger)
         let receipts = receipts
         let (ready, isReady) = AsyncStream<Void>.makeStream()
-        listening = Task {
-            try await listener.listen(on: channel) { notifications in
-                isReady.yield()
-                for try await notification in notifications {
-                    // "<sent-at nanoseconds>;<padding>"
-                    let sentAt = notification.payload.split(separator: ";", maxSplits: 1).first.flatMap { UInt64($0) }
-                    receipts.received(sentAt: sentAt ?? 0)
+        var listening = [
+            Task {
+                try await listener.listen(on: channel) { notifications in
+                    isReady.yield()
+                    for try await notification in notifications {
+                        // "<sent-at nanoseconds>;<padding>"
+                        let sentAt = notification.payload.split(separator: ";", maxSplits: 1).first.flatMap { UInt64($0) }
+                        receipts.received(sentAt: sentAt ?? 0)
+                    }
                 }
             }
+        ]
+        if senderListens {
+            let sender = sender
+            listening.append(
+                Task {
+                    try await sender.listen(on: channel) { notifications in
+                        isReady.yield()
+                        for try await _ in notifications {}
+                    }
+                })
         }
-        for await _ in ready { break }
+        self.listening = listening
+        var readiness = ready.makeAsyncIterator()
+        for _ in listening { _ = await readiness.next() }
     }
 
     private func payload(_ sentAt: UInt64) -> String { "\(sentAt);\(setup.padding)" }
@@ -220,18 +237,24 @@ func microseconds(_ nanoseconds: UInt64) -> String { String(format: "%8.1f", Dou
 let suffix = UUID().uuidString.prefix(8).lowercased()
 let raw = try await Raw(name: "raw, one statement per message", channel: "bench_raw_\(suffix)", batched: false, setup: setup)
 let rawBatched = try await Raw(name: "raw, 256 per statement", channel: "bench_rawb_\(suffix)", batched: true, setup: setup)
+let rawListening = try await Raw(
+    name: "raw, sender also listening", channel: "bench_rawl_\(suffix)", batched: false, senderListens: true,
+    setup: setup)
 let relay = try await RelayContender(channel: "bench_relay_\(suffix)", setup: setup)
 
 log("warming up")
 _ = try await latency(raw, count: warmUp)
+_ = try await latency(rawListening, count: warmUp)
 _ = try await latency(relay, count: warmUp)
 
 var rawLatency = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+var rawListeningLatency = rawLatency
 var relayLatency = rawLatency
 var rates: [String: [Double]] = [:]
 for round in 1...rounds {
     log("round \(round) of \(rounds)")
     rawLatency.add(try await latency(raw, count: latencySamples))
+    rawListeningLatency.add(try await latency(rawListening, count: latencySamples))
     relayLatency.add(try await latency(relay, count: latencySamples))
     rates[raw.name, default: []].append(try await throughput(raw, count: throughputMessages))
     rates[rawBatched.name, default: []].append(try await throughput(rawBatched, count: throughputMessages))
@@ -243,15 +266,23 @@ func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 print("relay vs raw PostgresNIO LISTEN/NOTIFY: two connections on loopback, \(rounds) round(s)")
 print("latency, closed loop, \(latencySamples * rounds) messages each (µs)")
 print("                                    p50       p90       p99       max")
-for (name, histogram) in [("raw", rawLatency), ("relay", relayLatency)] {
+for (name, histogram) in [("raw", rawLatency), ("raw, sender also listening", rawListeningLatency), ("relay", relayLatency)] {
     print(
         name.padding(toLength: 32, withPad: " ", startingAt: 0),
         microseconds(histogram.valueAtPercentile(50)), " ", microseconds(histogram.valueAtPercentile(90)), " ",
         microseconds(histogram.valueAtPercentile(99)), " ", microseconds(histogram.max))
 }
-let p50 = Double(relayLatency.valueAtPercentile(50)) / Double(rawLatency.valueAtPercentile(50))
-let p99 = Double(relayLatency.valueAtPercentile(99)) / Double(rawLatency.valueAtPercentile(99))
-print(String(format: "relay / raw                          %.2fx                %.2fx", p50, p99))
+func ratio(_ percentile: Double, _ baseline: Histogram<UInt64>, _ relay: Histogram<UInt64>) -> Double {
+    Double(relay.valueAtPercentile(percentile)) / Double(baseline.valueAtPercentile(percentile))
+}
+print(
+    String(
+        format: "relay / raw                          %.2fx                %.2fx", ratio(50, rawLatency, relayLatency),
+        ratio(99, rawLatency, relayLatency)))
+print(
+    String(
+        format: "relay / raw, sender also listening   %.2fx                %.2fx", ratio(50, rawListeningLatency, relayLatency),
+        ratio(99, rawListeningLatency, relayLatency)))
 print("throughput, \(throughputMessages) messages per burst, median of rounds (messages/s)")
 for name in [raw.name, rawBatched.name, relay.name] {
     print(name.padding(toLength: 34, withPad: " ", startingAt: 0), String(format: "%10.0f", median(rates[name]!)))
