@@ -88,7 +88,30 @@ public struct PostgresTransport: RelayTransport {
         let channel: RelayChannel
         let logger: Logger
 
+        /// Runs the statement, but returns (throwing) as soon as the connection
+        /// closes: a query handed to a connection that is closing may never be
+        /// answered, and the relay must not wait on it to reconnect.
         func publish(_ messages: [String]) async throws {
+            guard !connection.isClosed else { throw PostgresTransportError.connectionClosed }
+            let outcome = Mutex<CheckedContinuation<Void, any Error>?>(nil)
+            let finish: @Sendable (Result<Void, any Error>) -> Void = { result in
+                outcome.withLock { $0.take() }?.resume(with: result)
+            }
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.withLock { $0 = continuation }
+                Task {
+                    do {
+                        try await run(messages)
+                        finish(.success(()))
+                    } catch {
+                        finish(.failure(error))
+                    }
+                }
+                connection.closeFuture.whenComplete { _ in finish(.failure(PostgresTransportError.connectionClosed)) }
+            }
+        }
+
+        private func run(_ messages: [String]) async throws {
             let rows: PostgresRowSequence
             if messages.count == 1 {
                 rows = try await connection.query(
