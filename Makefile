@@ -204,8 +204,11 @@ clean:
 # loopback. relay-test and relay-bench start it and stop it afterwards.
 
 PG_PORT       ?= 54329
-PG_DATA       := $(CURDIR)/.build-relay/postgres
 PG_SOCKETS    := /tmp/swiftkvo-pg-$(PG_PORT)
+# The postgres user must reach the data folder: under the build folder when it can
+# traverse the checkout's path, else (a checkout under /root, say) under $(PG_SOCKETS).
+PG_DATA        = $$(runuser -u postgres -- test -x "$(CURDIR)" 2>/dev/null \
+	&& echo "$(CURDIR)/.build-relay/postgres" || echo "$(PG_SOCKETS)/data")
 PG_BIN         = $$(dirname "$$(ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")
 PG_AS_OWNER   := runuser -u postgres --
 RELAY_SCRATCH := --package-path Relay --scratch-path $(CURDIR)/.build-relay
