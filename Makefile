@@ -37,12 +37,15 @@ help:
 	@echo "make install  PREFIX=...: libckvo.a, libckvo.so, headers, ckvo.pc"
 	@echo "make example  build examples/ with plain cc against a temporary install, run it"
 	@echo "make quickstart  run the README's Swift quick start (examples/QuickStart)"
-	@echo "make bench    SwiftKVO against its peers: swift run -c release Benchmarks $$BENCH_ARGS"
+	@echo "make bench    SwiftKVO against its peers: swift run -c release Benchmarks $$BENCH_ARGS, then relay-bench"
 	@echo "make fuzz     FUZZ_SECONDS=60: libFuzzer on the C API against a model, corpus in Tests/Fuzz"
 	@echo "make soak     SOAK_SECONDS=60: every workload at once, exact accounting, memory back to baseline"
 	@echo "make soak-tsan  SOAK_TSAN_SECONDS=20: the soak in the ThreadSanitizer build of make tsan"
 	@echo "make perf-check  instructions and allocations per hot operation (callgrind) against the baseline"
 	@echo "make perf-baseline  measure again and rewrite Tests/PerfCheck/baseline.tsv (commit it, saying why)"
+	@echo "make relay-test   SwiftKVORelay (Relay/) against a private PostgreSQL it starts and stops"
+	@echo "make relay-bench  relay against raw PostgresNIO LISTEN/NOTIFY (RELAY_BENCH_ARGS=--quick)"
+	@echo "make pg-start | pg-stop   the private PostgreSQL cluster on 127.0.0.1:$(PG_PORT)"
 
 deps:
 	@echo "== deps: Concurrency Kit"
@@ -92,7 +95,7 @@ unit-release: deps
 	SWIFTKVO_LONG_TESTS=1 $(SWIFT) test -c release -Xswiftc -enable-testing \
 		--scratch-path .build-release-tests --filter AllocationTests --filter MemoryBoundTests
 
-test: lint unit unit-fenced tsan asan unit-release
+test: lint unit unit-fenced tsan asan unit-release relay-test
 
 # ------------------------------------------------------------ embedding
 
@@ -156,6 +159,7 @@ BENCH_ARGS ?=
 bench: deps
 	@echo "== bench: swift run -c release Benchmarks $(BENCH_ARGS)"
 	$(SWIFT) run -c release Benchmarks $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory relay-bench RELAY_BENCH_ARGS="$(filter --quick,$(BENCH_ARGS))"
 
 # ----------------------------------------------------------- reliability
 
@@ -237,3 +241,80 @@ clean: perf-clean
 
 clean:
 	rm -rf $(BUILD) .build .build-tsan .build-asan .build-release-tests
+	@$(MAKE) --no-print-directory relay-clean
+
+# ----------------------------------------------------------------- relay
+#
+# SwiftKVORelay (Relay/) is a package of its own, built in .build-relay, so the
+# suites above never build PostgresNIO. Its tests and benchmark run against a
+# real PostgreSQL: Debian's server, installed when missing, in a private
+# cluster (data under .build-relay/postgres, owned by the postgres user since
+# initdb refuses root), listening on 127.0.0.1:$(PG_PORT) only, trust auth on
+# loopback. relay-test and relay-bench start it and stop it afterwards.
+
+PG_PORT       ?= 54329
+PG_SOCKETS    := /tmp/swiftkvo-pg-$(PG_PORT)
+# The postgres user must reach the data folder: under the build folder when it can
+# traverse the checkout's path, else (a checkout under /root, say) under $(PG_SOCKETS).
+PG_DATA        = $$(runuser -u postgres -- test -x "$(CURDIR)" 2>/dev/null \
+	&& echo "$(CURDIR)/.build-relay/postgres" || echo "$(PG_SOCKETS)/data")
+PG_BIN         = $$(dirname "$$(ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")
+PG_AS_OWNER   := runuser -u postgres --
+RELAY_SCRATCH := --package-path Relay --scratch-path $(CURDIR)/.build-relay
+# What the relay tests connect with, and how the restart test stops and starts the server.
+RELAY_ENV     := PGHOST=127.0.0.1 PGPORT=$(PG_PORT) PGUSER=postgres PGDATABASE=postgres \
+	RELAY_PG_STOP="$(MAKE) --no-print-directory -C $(CURDIR) pg-stop" \
+	RELAY_PG_START="$(MAKE) --no-print-directory -C $(CURDIR) pg-start"
+
+.PHONY: pg-install pg-start pg-stop relay-build relay-test relay-bench relay-example relay-clean
+
+pg-install:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "installing Debian's postgresql"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	fi
+
+pg-start: pg-install
+	@echo "== pg-start: private PostgreSQL cluster on 127.0.0.1:$(PG_PORT)"
+	@mkdir -p $(PG_DATA) $(PG_SOCKETS) && chmod 700 $(PG_DATA) && chown postgres:postgres $(PG_DATA) $(PG_SOCKETS)
+	@if [ ! -f $(PG_DATA)/PG_VERSION ]; then \
+		$(PG_AS_OWNER) $(PG_BIN)/initdb -D $(PG_DATA) -U postgres --auth=trust -E UTF8 --no-sync >/dev/null; \
+	fi
+	@if ! $(PG_AS_OWNER) $(PG_BIN)/pg_ctl -D $(PG_DATA) status >/dev/null 2>&1; then \
+		$(PG_AS_OWNER) $(PG_BIN)/pg_ctl -D $(PG_DATA) -l $(PG_DATA)/server.log -w -t 60 \
+			-o "-c listen_addresses=127.0.0.1 -p $(PG_PORT) -k $(PG_SOCKETS) -c fsync=off" start >/dev/null; \
+	fi
+
+pg-stop:
+	@echo "== pg-stop"
+	@if [ -f $(PG_DATA)/PG_VERSION ] && $(PG_AS_OWNER) $(PG_BIN)/pg_ctl -D $(PG_DATA) status >/dev/null 2>&1; then \
+		$(PG_AS_OWNER) $(PG_BIN)/pg_ctl -D $(PG_DATA) -m fast -w stop >/dev/null; \
+	fi
+
+relay-build: deps
+	@echo "== relay: build (PostgresNIO and the relay, in .build-relay)"
+	$(SWIFT) build $(RELAY_SCRATCH) --build-tests
+
+# The server is stopped whether the tests pass or not; the tests' status is kept.
+relay-test: relay-build
+	@$(MAKE) --no-print-directory pg-start
+	@echo "== test: relay against PostgreSQL"
+	@$(RELAY_ENV) $(SWIFT) test $(RELAY_SCRATCH) --skip-build; status=$$?; \
+		$(MAKE) --no-print-directory pg-stop; exit $$status
+
+# Relay against raw PostgresNIO NOTIFY/LISTEN in one run; skipped when no server starts.
+# --quick (what CI's make bench passes) reuses relay-test's debug build, so CI does not
+# build PostgresNIO a second time in release; the benchmark prints a debug banner then.
+RELAY_BENCH_ARGS ?=
+RELAY_BENCH_CONFIG = $(if $(filter --quick,$(RELAY_BENCH_ARGS)),,-c release)
+relay-bench: deps
+	@echo "== bench: relay over PostgreSQL LISTEN/NOTIFY against raw PostgresNIO (RelayBenchmarks $(RELAY_BENCH_ARGS))"
+	@if ! $(MAKE) --no-print-directory pg-start; then \
+		echo "relay benchmark skipped: no PostgreSQL server could be started"; exit 0; \
+	fi; \
+	$(RELAY_ENV) $(SWIFT) run $(RELAY_SCRATCH) $(RELAY_BENCH_CONFIG) RelayBenchmarks $(RELAY_BENCH_ARGS); status=$$?; \
+		$(MAKE) --no-print-directory pg-stop; exit $$status
+
+relay-clean:
+	@-$(MAKE) --no-print-directory pg-stop
+	rm -rf .build-relay $(PG_SOCKETS)

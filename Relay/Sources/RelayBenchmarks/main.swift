@@ -1,0 +1,294 @@
+// Relay against raw PostgresNIO LISTEN/NOTIFY, in one run, between two
+// connections to the server in PG* environment variables (`make relay-bench`
+// starts a private one). Numbers on stdout, progress on stderr.
+//
+// Latency: closed loop, one message in flight: the time from the sender's
+// call (relay.post, or the raw pg_notify query) to the receiving side's
+// handler (a hub observer, or the raw notification loop), on one monotonic
+// clock. Throughput: N messages sent as fast as the sender goes; time until
+// the last one is received. Raw and relay alternate, round after round, so
+// drift on a shared machine hits both.
+import Foundation
+import Histogram
+import Logging
+import NIOCore
+import PostgresNIO
+import SwiftKVO
+import SwiftKVORelay
+import Synchronization
+
+let quick = CommandLine.arguments.contains("--quick")
+let rounds = quick ? 1 : 3
+let latencySamples = quick ? 300 : 2000
+let warmUp = quick ? 50 : 200
+let throughputMessages = quick ? 3000 : 20_000
+/// What every message carries besides its send time, alike for raw and relay.
+let padding = String(repeating: "x", count: 64)
+
+func log(_ message: String) {
+    FileHandle.standardError.write(Data("\(message)\n".utf8))
+}
+
+func nanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+#if DEBUG
+log("*** debug build: numbers are not representative; run with -c release ***")
+#endif
+
+/// Where to connect and log, for every contender.
+struct Setup: Sendable {
+    let connection: PostgresConnection.Configuration
+    let logger: Logger
+    let padding: String
+}
+
+var quietLogger = Logger(label: "RelayBenchmarks")
+quietLogger.logLevel = .error
+var environment = ProcessInfo.processInfo.environment
+environment["PGSSLMODE"] = environment["PGSSLMODE"] ?? "disable"
+let setup = Setup(connection: try RelayConfiguration.environment(environment), logger: quietLogger, padding: padding)
+
+/// Receipts from a receiving side: what was received (a sequence number) and when.
+final class Receipts: Sendable {
+    let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+    private let state = Mutex<(histogram: Histogram<UInt64>, count: Int, last: UInt64)>(
+        (Histogram(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three), 0, 0))
+
+    init() {
+        (stream, continuation) = AsyncStream<Void>.makeStream()
+    }
+
+    /// Records one receipt of a message sent at `sentAt` (nanoseconds).
+    func received(sentAt: UInt64) {
+        let now = nanoseconds()
+        state.withLock { state in
+            _ = state.histogram.record(now &- sentAt)
+            state.count += 1
+            state.last = now
+        }
+        continuation.yield()
+    }
+
+    func reset() {
+        state.withLock { state in
+            state.histogram.reset()
+            state.count = 0
+        }
+    }
+
+    var histogram: Histogram<UInt64> { state.withLock { $0.histogram } }
+    var count: Int { state.withLock { $0.count } }
+    var lastReceipt: UInt64 { state.withLock { $0.last } }
+}
+
+/// One way of sending: raw or relay.
+protocol Contender: Sendable {
+    var name: String { get }
+    var receipts: Receipts { get }
+    func send(sentAt: UInt64) async throws
+    func sendBurst(_ count: Int) async throws
+}
+
+// MARK: Raw PostgresNIO
+
+final class Raw: Contender {
+    let name: String
+    let receipts = Receipts()
+    let sender: PostgresConnection
+    let channel: String
+    let batched: Bool
+    let setup: Setup
+    private let listening: [Task<Void, any Error>]
+
+    /// - Parameter senderListens: The sending connection listens on the
+    ///   channel too, as each relay instance's single connection does (the
+    ///   server then delivers every message to both connections).
+    init(name: String, channel: String, batched: Bool, senderListens: Bool = false, setup: Setup) async throws {
+        self.setup = setup
+        self.name = name
+        self.channel = channel
+        self.batched = batched
+        sender = try await PostgresConnection.connect(configuration: setup.connection, id: 1, logger: setup.logger)
+        let listener = try await PostgresConnection.connect(
+            configuration: setup.connection, id: 2, logger: setup.logger)
+        let receipts = receipts
+        let (ready, isReady) = AsyncStream<Void>.makeStream()
+        var listening = [
+            Task {
+                try await listener.listen(on: channel) { notifications in
+                    isReady.yield()
+                    for try await notification in notifications {
+                        // "<sent-at nanoseconds>;<padding>"
+                        let sentAt = notification.payload.split(separator: ";", maxSplits: 1).first.flatMap { UInt64($0) }
+                        receipts.received(sentAt: sentAt ?? 0)
+                    }
+                }
+            }
+        ]
+        if senderListens {
+            let sender = sender
+            listening.append(
+                Task {
+                    try await sender.listen(on: channel) { notifications in
+                        isReady.yield()
+                        for try await _ in notifications {}
+                    }
+                })
+        }
+        self.listening = listening
+        var readiness = ready.makeAsyncIterator()
+        for _ in listening { _ = await readiness.next() }
+    }
+
+    private func payload(_ sentAt: UInt64) -> String { "\(sentAt);\(setup.padding)" }
+
+    func send(sentAt: UInt64) async throws {
+        let rows = try await sender.query("SELECT pg_notify(\(channel), \(payload(sentAt)))", logger: setup.logger)
+        for try await _ in rows {}
+    }
+
+    func sendBurst(_ count: Int) async throws {
+        if !batched {
+            for _ in 0..<count { try await send(sentAt: nanoseconds()) }
+            return
+        }
+        var remaining = count
+        while remaining > 0 {
+            let batch = (0..<min(256, remaining)).map { _ in payload(nanoseconds()) }
+            let rows = try await sender.query(
+                "SELECT pg_notify(\(channel), m) FROM unnest(\(batch)::text[]) WITH ORDINALITY AS b(m, i) ORDER BY i",
+                logger: setup.logger)
+            for try await _ in rows {}
+            remaining -= batch.count
+        }
+    }
+}
+
+// MARK: Relay
+
+extension NotificationHub.Name {
+    static let benchEvent: Self = "relay.bench.event"
+}
+
+final class RelayContender: Contender {
+    let name = "relay"
+    let receipts = Receipts()
+    let sender: Relay
+    let receiver: Relay
+    let padding: String
+    private let tasks: [Task<Void, Never>]
+
+    init(channel: String, setup: Setup) async throws {
+        let channel = try RelayChannel(channel)
+        padding = setup.padding
+        sender = Relay(
+            configuration: RelayConfiguration(postgres: setup.connection, channel: channel, logger: setup.logger))
+        receiver = Relay(
+            configuration: RelayConfiguration(postgres: setup.connection, channel: channel, logger: setup.logger))
+        try sender.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
+        try receiver.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
+        tasks = [sender, receiver].map { relay in Task { await relay.run() } }
+        let receipts = receipts
+        try NotificationHub.default.addObserver(receipts, name: .benchEvent, object: receiver) { receipts, note in
+            receipts.received(sentAt: UInt64(note.userInfo["t"] as? Int ?? 0))
+        }
+        try await sender.waitUntilListening()
+        try await receiver.waitUntilListening()
+    }
+
+    func send(sentAt: UInt64) async throws {
+        try sender.post(name: .benchEvent, userInfo: ["t": Int(sentAt), "pad": padding])
+    }
+
+    func sendBurst(_ count: Int) async throws {
+        for _ in 0..<count {
+            try sender.post(name: .benchEvent, userInfo: ["t": Int(nanoseconds()), "pad": padding])
+        }
+    }
+}
+
+// MARK: Measurements
+
+/// Closed loop: send one, wait for its receipt, `count` times.
+func latency(_ contender: some Contender, count: Int) async throws -> Histogram<UInt64> {
+    contender.receipts.reset()
+    var iterator = contender.receipts.stream.makeAsyncIterator()
+    for _ in 0..<count {
+        try await contender.send(sentAt: nanoseconds())
+        _ = await iterator.next()
+    }
+    return contender.receipts.histogram
+}
+
+/// Open loop: `count` messages as fast as the sender goes; messages per second until the last arrives.
+func throughput(_ contender: some Contender, count: Int) async throws -> Double {
+    contender.receipts.reset()
+    var iterator = contender.receipts.stream.makeAsyncIterator()
+    let start = nanoseconds()
+    try await contender.sendBurst(count)
+    for _ in 0..<count { _ = await iterator.next() }
+    let seconds = Double(contender.receipts.lastReceipt - start) / 1e9
+    return Double(count) / seconds
+}
+
+func microseconds(_ nanoseconds: UInt64) -> String { String(format: "%8.1f", Double(nanoseconds) / 1000) }
+
+let suffix = UUID().uuidString.prefix(8).lowercased()
+let raw = try await Raw(name: "raw, one statement per message", channel: "bench_raw_\(suffix)", batched: false, setup: setup)
+let rawBatched = try await Raw(name: "raw, 256 per statement", channel: "bench_rawb_\(suffix)", batched: true, setup: setup)
+let rawListening = try await Raw(
+    name: "raw, sender also listening", channel: "bench_rawl_\(suffix)", batched: false, senderListens: true,
+    setup: setup)
+let relay = try await RelayContender(channel: "bench_relay_\(suffix)", setup: setup)
+
+log("warming up")
+_ = try await latency(raw, count: warmUp)
+_ = try await latency(rawListening, count: warmUp)
+_ = try await latency(relay, count: warmUp)
+
+var rawLatency = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+var rawListeningLatency = rawLatency
+var relayLatency = rawLatency
+var rates: [String: [Double]] = [:]
+for round in 1...rounds {
+    log("round \(round) of \(rounds)")
+    rawLatency.add(try await latency(raw, count: latencySamples))
+    rawListeningLatency.add(try await latency(rawListening, count: latencySamples))
+    relayLatency.add(try await latency(relay, count: latencySamples))
+    rates[raw.name, default: []].append(try await throughput(raw, count: throughputMessages))
+    rates[rawBatched.name, default: []].append(try await throughput(rawBatched, count: throughputMessages))
+    rates[relay.name, default: []].append(try await throughput(relay, count: throughputMessages))
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+print("relay vs raw PostgresNIO LISTEN/NOTIFY: two connections on loopback, \(rounds) round(s)")
+print("latency, closed loop, \(latencySamples * rounds) messages each (µs)")
+print("                                    p50       p90       p99       max")
+for (name, histogram) in [("raw", rawLatency), ("raw, sender also listening", rawListeningLatency), ("relay", relayLatency)] {
+    print(
+        name.padding(toLength: 32, withPad: " ", startingAt: 0),
+        microseconds(histogram.valueAtPercentile(50)), " ", microseconds(histogram.valueAtPercentile(90)), " ",
+        microseconds(histogram.valueAtPercentile(99)), " ", microseconds(histogram.max))
+}
+func ratio(_ percentile: Double, _ baseline: Histogram<UInt64>, _ relay: Histogram<UInt64>) -> Double {
+    Double(relay.valueAtPercentile(percentile)) / Double(baseline.valueAtPercentile(percentile))
+}
+print(
+    String(
+        format: "relay / raw                          %.2fx                %.2fx", ratio(50, rawLatency, relayLatency),
+        ratio(99, rawLatency, relayLatency)))
+print(
+    String(
+        format: "relay / raw, sender also listening   %.2fx                %.2fx", ratio(50, rawListeningLatency, relayLatency),
+        ratio(99, rawListeningLatency, relayLatency)))
+print("throughput, \(throughputMessages) messages per burst, median of rounds (messages/s)")
+for name in [raw.name, rawBatched.name, relay.name] {
+    print(name.padding(toLength: 34, withPad: " ", startingAt: 0), String(format: "%10.0f", median(rates[name]!)))
+}
+print(
+    String(
+        format: "relay / raw, one statement per message: %.2fx; relay / raw, 256 per statement: %.2fx",
+        median(rates[relay.name]!) / median(rates[raw.name]!),
+        median(rates[relay.name]!) / median(rates[rawBatched.name]!)))

@@ -1,0 +1,524 @@
+import DequeModule
+import Foundation
+import Logging
+import SwiftKVO
+import Synchronization
+
+/// Relays chosen ``SwiftKVO/NotificationHub`` notifications and chosen
+/// `@Observed` properties between instances of a service, through a broker
+/// (PostgreSQL `LISTEN`/`NOTIFY` by default).
+///
+/// ```swift
+/// let relay = Relay(configuration: RelayConfiguration(postgres: try RelayConfiguration.environment()))
+/// try relay.bridge(.orderPlaced)
+/// try relay.replicate(\.checkout, of: flags, as: "flags.checkout")
+/// let running = Task { await relay.run() }   // connects, reconnects; until cancelled
+/// ```
+///
+/// - Notifications: a local post of a bridged name (through the hub or
+///   ``post(name:userInfo:)``) is sent to the other instances, which post it
+///   on their hub with this relay as sender and ``RelayOrigin/remote(instance:)``
+///   under ``RelayOrigin/userInfoKey``. A relay never delivers its own messages
+///   back, and never forwards a remote notification again.
+/// - Properties: a local assignment of a replicated property is sent; a
+///   remote one is assigned locally (observers are notified as for any
+///   change) and not sent again. Last writer wins, by writer clock stamp,
+///   ties broken by instance id.
+/// - After a reconnect, or when another instance's sequence numbers show
+///   that messages were missed, the relay posts ``resynchronize``: reload state.
+///
+/// See the DocC article *Relaying between instances* for the delivery guarantees.
+///
+/// ## Thread safety and callbacks
+/// Every method may be called from any thread. Remote notifications are
+/// posted, and remote property values assigned, on the task running
+/// ``run()``, one message at a time in the order the broker delivered them:
+/// hub observers run there, synchronously. A replicated property is
+/// therefore written from that task: do not assign it concurrently from
+/// other threads without your own synchronization (as for any `@Observed`
+/// property).
+public final class Relay: Sendable {
+    /// Posted (with the relay as sender) after the relay reconnects, and when
+    /// another instance's messages were lost: whatever was sent meanwhile is
+    /// gone, so reload the state you keep in sync. User info: `"reason"`
+    /// (`"reconnected"` or `"missed"`), and for `"missed"` also `"instance"`
+    /// (the sender's id) and `"missed"` (how many of its messages, an `Int`).
+    public static let resynchronize = NotificationHub.Name("SwiftKVORelay.resynchronize")
+
+    /// The most messages sent in one statement.
+    static let batchLimit = 256
+
+    /// This relay's configuration.
+    public let configuration: RelayConfiguration
+
+    private let state = Mutex(State())
+
+    private struct State {
+        var outbox = Deque<String>()
+        var wakeSender: AsyncStream<Void>.Continuation?
+        var nextSequence: UInt64 = 1
+        var statistics = RelayStatistics()
+        var bridges: [String: Bridge] = [:]
+        var replications: [String: any Replicating] = [:]
+        /// The last write of each replicated name: (stamp, instance).
+        var lastWrites: [String: (stamp: UInt64, instance: String)] = [:]
+        /// The highest stamp issued or seen: local stamps go above it.
+        var clock: UInt64 = 0
+        /// Per other instance: its last sequence number and when it was last heard (a tick).
+        var heard: [String: (sequence: UInt64, tick: UInt64)] = [:]
+        var tick: UInt64 = 0
+        var isListening = false
+        var hasListened = false
+        var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    private struct Bridge {
+        let name: NotificationHub.Name
+        let schema: UserInfoSchema
+        let token: ObservationToken
+    }
+
+    /// A relay with `configuration`. It neither connects nor sends until
+    /// ``run()`` runs; posts made before are queued (up to
+    /// ``RelayConfiguration/outboxCapacity``).
+    public init(configuration: RelayConfiguration) {
+        self.configuration = configuration
+    }
+
+    deinit {
+        for bridge in state.withLock({ $0.bridges.values }) { bridge.token.invalidate() }
+        for replication in state.withLock({ $0.replications.values }) { replication.stop() }
+    }
+
+    /// This relay's id on the wire (``RelayConfiguration/instanceID``).
+    public var instanceID: String { configuration.instanceID }
+
+    /// A snapshot of the relay's counters.
+    public var statistics: RelayStatistics { state.withLock { $0.statistics } }
+
+    /// Whether the relay is connected and listening now.
+    public var isListening: Bool { state.withLock { $0.isListening } }
+
+    // MARK: Bridging notifications
+
+    /// Sends local posts of `name` to the other instances, and posts theirs here.
+    ///
+    /// Every user-info value of a post must be `Encodable` (a post that is not,
+    /// or whose message would exceed the broker's limit, is not sent and is
+    /// counted in ``RelayStatistics/notSent``; use ``post(name:userInfo:)`` to
+    /// get that as an error). The post's sender object stays local.
+    ///
+    /// - Parameters:
+    ///   - name: The notification name to bridge.
+    ///   - userInfoTypes: What each user-info key decodes as on arrival (e.g.
+    ///     `["count": Int.self, "order": Order.self]`). A message with a key
+    ///     not listed, or a value that does not decode, is dropped and counted
+    ///     (``RelayStatistics/droppedWrongType``). Empty (the default): values
+    ///     arrive as JSON maps them — `Bool`, `Int`, `Double`, `String`,
+    ///     `[any Sendable]`, `[String: any Sendable]`; nulls are left out.
+    /// - Throws: ``RelayError/duplicateName(_:)`` if `name` is already bridged;
+    ///   ``RelayError/registration(_:)`` if the hub refused the registration.
+    public func bridge(
+        _ name: NotificationHub.Name, userInfoTypes: [String: any (Codable & Sendable).Type] = [:]
+    ) throws(RelayError) {
+        let token: ObservationToken
+        do {
+            token = try NotificationHub.default.addObserver(forName: name) { [weak self] note in
+                self?.forward(note)
+            }
+        } catch {
+            throw .registration(error)
+        }
+        let schema = UserInfoSchema(types: userInfoTypes.mapValues { $0 })
+        let added = state.withLock { state in
+            guard state.bridges[name.rawValue] == nil, state.replications[name.rawValue] == nil else { return false }
+            state.bridges[name.rawValue] = Bridge(name: name, schema: schema, token: token)
+            return true
+        }
+        guard added else {
+            token.invalidate()
+            throw .duplicateName(name.rawValue)
+        }
+    }
+
+    /// Stops bridging `name`. Returns `false` if it was not bridged.
+    @discardableResult
+    public func unbridge(_ name: NotificationHub.Name) -> Bool {
+        guard let bridge = state.withLock({ $0.bridges.removeValue(forKey: name.rawValue) }) else { return false }
+        bridge.token.invalidate()
+        return true
+    }
+
+    /// Posts `name` on this process's hub and sends it to the other
+    /// instances, or throws without doing either.
+    ///
+    /// Local observers get the notification synchronously, on this thread,
+    /// with no sender and ``RelayOrigin/local`` under ``RelayOrigin/userInfoKey``.
+    ///
+    /// - Throws: ``RelayError/notBridged(_:)``,
+    ///   ``RelayError/notEncodable(key:)``,
+    ///   ``RelayError/payloadTooLarge(bytes:limit:)`` (nothing is truncated),
+    ///   ``RelayError/outboxFull(capacity:)``.
+    public func post(name: NotificationHub.Name, userInfo: [String: any Sendable] = [:]) throws(RelayError) {
+        guard state.withLock({ $0.bridges[name.rawValue] != nil }) else { throw .notBridged(name.rawValue) }
+        try enqueue(encode(Wire.Post(envelope: header(.post, name.rawValue), userInfo: .init(values: userInfo))))
+        var local = userInfo
+        local[RelayOrigin.userInfoKey] = RelayOrigin.local
+        NotificationHub.default.post(name: name, object: nil, userInfo: local)
+    }
+
+    /// A hub post of a bridged name: sent unless a relay delivered or sent it already.
+    private func forward(_ note: HubNotification) {
+        guard note.userInfo[RelayOrigin.userInfoKey] == nil else { return }
+        do {
+            try enqueue(
+                encode(Wire.Post(envelope: header(.post, note.name.rawValue), userInfo: .init(values: note.userInfo))))
+        } catch {
+            state.withLock { $0.statistics.notSent += 1 }
+            configuration.logger.warning(
+                "relay did not send a post", metadata: ["name": "\(note.name.rawValue)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: Replicating properties
+
+    /// Keeps `object`'s property at `keyPath` the same on every instance that
+    /// replicates it under `name` (e.g. `"flags.checkout"`).
+    ///
+    /// A local assignment is sent (after local observers were notified, from
+    /// the observation the relay registers). A remote one is assigned here —
+    /// on the task running ``run()`` — if it is newer than the last write
+    /// this relay knows (last writer wins: the writer's clock stamp, a
+    /// hybrid of wall-clock microseconds and the highest stamp seen, then
+    /// the higher instance id on a tie); local observers see it as a normal
+    /// change, and it is not sent again. An assignment made synchronously
+    /// by an observer while a remote value is being assigned counts as part
+    /// of it and is not sent either.
+    ///
+    /// Nothing is sent for the current value: an instance learns a value when
+    /// someone assigns it. A value whose message would exceed the broker's
+    /// limit is not sent (counted in ``RelayStatistics/notSent``, logged).
+    /// Replication ends with ``stopReplicating(_:)`` or when the object deinitializes.
+    ///
+    /// - Parameters:
+    ///   - keyPath: An `@Observed` property of `object`.
+    ///   - object: The object; held weakly.
+    ///   - name: The property's stable name, the same on every instance.
+    /// - Throws: ``RelayError/duplicateName(_:)`` if `name` is already used
+    ///   by this relay; ``RelayError/registration(_:)`` if SwiftKVO cannot
+    ///   observe `keyPath` (nothing is replicated then).
+    public func replicate<Object: KeyValueObservable, Value: Codable & Sendable>(
+        _ keyPath: ReferenceWritableKeyPath<Object, Value>, of object: Object, as name: String
+    ) throws(RelayError) {
+        let replication = Replication(name: name, object: object, keyPath: keyPath)
+        let added = state.withLock { state in
+            guard state.bridges[name] == nil, state.replications[name] == nil else { return false }
+            state.replications[name] = replication
+            return true
+        }
+        guard added else { throw .duplicateName(name) }
+        do {
+            try replication.start(relay: self)
+        } catch {
+            state.withLock { _ = $0.replications.removeValue(forKey: name) }
+            throw .registration(error)
+        }
+    }
+
+    /// Stops replicating `name`. Returns `false` if it was not replicated.
+    @discardableResult
+    public func stopReplicating(_ name: String) -> Bool {
+        guard let replication = state.withLock({ $0.replications.removeValue(forKey: name) }) else { return false }
+        replication.stop()
+        return true
+    }
+
+    /// A local assignment of a replicated property: stamp it and send it.
+    func publishSet<Value: Encodable & Sendable>(name: String, value: Value) {
+        let stamp = state.withLock { state in
+            let stamp = max(Self.wallClockMicroseconds(), state.clock + 1)
+            state.clock = stamp
+            state.lastWrites[name] = (stamp, configuration.instanceID)
+            return stamp
+        }
+        do {
+            try enqueue(encode(Wire.Set(envelope: header(.set, name), stamp: stamp, value: value)))
+        } catch {
+            state.withLock { $0.statistics.notSent += 1 }
+            configuration.logger.warning(
+                "relay did not send a property value", metadata: ["name": "\(name)", "error": "\(error)"])
+        }
+    }
+
+    /// Last writer wins: whether a remote write is newer than the last one of
+    /// `name`, in which case it becomes the last one.
+    func acceptRemoteWrite(name: String, stamp: UInt64, instance: String) -> Bool {
+        state.withLock { state in
+            state.clock = max(state.clock, stamp)
+            if let last = state.lastWrites[name], (last.stamp, last.instance) >= (stamp, instance) {
+                return false
+            }
+            state.lastWrites[name] = (stamp, instance)
+            return true
+        }
+    }
+
+    private static func wallClockMicroseconds() -> UInt64 {
+        UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+    }
+
+    // MARK: Sending
+
+    private func header(_ kind: Wire.Kind, _ name: String) -> Wire.Header {
+        Wire.Header(o: configuration.instanceID, t: kind, n: name)
+    }
+
+    private func encode(_ message: some Encodable) throws(RelayError) -> String {
+        do {
+            return String(decoding: try Wire.encoder().encode(message), as: UTF8.self)
+        } catch let error as RelayError {
+            throw error
+        } catch {
+            throw .notEncodable(key: "")
+        }
+    }
+
+    /// Numbers `message` and queues it, or throws if it is too large or the
+    /// queue is full (then the number is not used: no gap for receivers).
+    private func enqueue(_ message: String) throws(RelayError) {
+        let limit = configuration.transport.maximumPayloadBytes
+        let capacity = configuration.outboxCapacity
+        let outcome: Result<AsyncStream<Void>.Continuation?, RelayError> = state.withLock { state in
+            guard state.outbox.count < capacity else { return .failure(.outboxFull(capacity: capacity)) }
+            let numbered = Wire.numbered(message, sequence: state.nextSequence)
+            let bytes = numbered.utf8.count
+            guard bytes <= limit else { return .failure(.payloadTooLarge(bytes: bytes, limit: limit)) }
+            state.nextSequence += 1
+            state.outbox.append(numbered)
+            return .success(state.wakeSender)
+        }
+        try outcome.get()?.yield()
+    }
+
+    /// Sends the queue through `publisher` whenever woken, oldest first, a
+    /// batch per statement. A batch leaves the queue only once published: after
+    /// a failure it is sent again on the next connection (receivers drop the
+    /// copies that had arrived).
+    private func sendLoop(wakes: AsyncStream<Void>, publisher: PublisherSlot) async throws {
+        for await _ in wakes {
+            guard let publisher = publisher.value.withLock({ $0 }) else { continue }
+            while true {
+                let batch = state.withLock { Array($0.outbox.prefix(Self.batchLimit)) }
+                if batch.isEmpty { break }
+                try await publisher.publish(batch)
+                state.withLock { state in
+                    state.outbox.removeFirst(batch.count)
+                    state.statistics.sent += batch.count
+                }
+            }
+        }
+    }
+
+    // MARK: Connection
+
+    /// One connection's publisher, once it is listening.
+    private final class PublisherSlot: Sendable {
+        let value = Mutex<(any RelayPublisher)?>(nil)
+    }
+
+    /// Connects, listens, sends and receives until the task is cancelled;
+    /// reconnects after a lost or refused connection, with exponential
+    /// backoff (``RelayConfiguration/initialReconnectDelay`` doubling up to
+    /// ``RelayConfiguration/maximumReconnectDelay``, with jitter). After each
+    /// reconnect it posts ``resynchronize``. Run it once per relay.
+    public func run() async {
+        let logger = configuration.logger
+        var delay = configuration.initialReconnectDelay
+        while !Task.isCancelled {
+            let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            let publisher = PublisherSlot()
+            do {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        try await self.configuration.transport.run(
+                            channel: self.configuration.channel, logger: logger,
+                            connected: { connected in
+                                publisher.value.withLock { $0 = connected }
+                                self.listening(wake: wake)
+                            },
+                            receive: { self.receive($0) })
+                    }
+                    group.addTask { try await self.sendLoop(wakes: wakes, publisher: publisher) }
+                    try await group.next()
+                    group.cancelAll()
+                }
+            } catch {
+                if !Task.isCancelled {
+                    logger.warning("relay connection ended", metadata: ["error": "\(error)"])
+                }
+            }
+            wake.finish()
+            let wasListening = state.withLock { state in
+                defer {
+                    state.isListening = false
+                    state.wakeSender = nil
+                }
+                if state.isListening { state.statistics.disconnects += 1 }
+                return state.isListening
+            }
+            if wasListening { delay = configuration.initialReconnectDelay }
+            if Task.isCancelled { break }
+            let jittered = delay * Double.random(in: 0.5...1.0)
+            logger.info("relay reconnecting", metadata: ["delay": "\(jittered)"])
+            try? await Task.sleep(for: jittered)
+            delay = min(delay * 2, configuration.maximumReconnectDelay)
+        }
+    }
+
+    /// The subscription is in place: start sending, release waiters, and
+    /// after a gap tell the application to resynchronize.
+    private func listening(wake: AsyncStream<Void>.Continuation) {
+        let (waiters, reconnected) = state.withLock { state in
+            state.isListening = true
+            state.wakeSender = wake
+            let reconnected = state.hasListened
+            state.hasListened = true
+            defer { state.waiters.removeAll() }
+            return (Array(state.waiters.values), reconnected)
+        }
+        configuration.logger.info("relay listening", metadata: ["channel": "\(configuration.channel)"])
+        wake.yield()
+        for waiter in waiters { waiter.resume() }
+        if reconnected { postResynchronize(["reason": "reconnected"]) }
+    }
+
+    /// Returns once the relay is connected and listening (at once if it is).
+    ///
+    /// - Throws: `CancellationError` if the waiting task is cancelled first.
+    public func waitUntilListening() async throws {
+        let id = state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let ready = state.withLock { state in
+                    if state.isListening || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+            try Task.checkCancellation()
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    private func postResynchronize(_ userInfo: [String: any Sendable]) {
+        state.withLock { $0.statistics.resynchronizations += 1 }
+        var userInfo = userInfo
+        userInfo[RelayOrigin.userInfoKey] = RelayOrigin.local
+        NotificationHub.default.post(name: Self.resynchronize, object: self, userInfo: userInfo)
+    }
+
+    // MARK: Receiving
+
+    private enum Reason: String {
+        case malformed, unknownName, wrongType, oversized, duplicate, stale
+    }
+
+    private func drop(_ reason: Reason, _ instance: String? = nil) {
+        state.withLock { state in
+            switch reason {
+            case .malformed: state.statistics.droppedMalformed += 1
+            case .unknownName: state.statistics.droppedUnknownName += 1
+            case .wrongType: state.statistics.droppedWrongType += 1
+            case .oversized: state.statistics.droppedOversized += 1
+            case .duplicate: state.statistics.droppedDuplicate += 1
+            case .stale: state.statistics.droppedStale += 1
+            }
+        }
+        configuration.logger.debug(
+            "relay dropped a message", metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance ?? "?")"])
+    }
+
+    /// One message from the broker. Nothing in it is trusted before it decoded.
+    private func receive(_ payload: String) {
+        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
+        let decoder = JSONDecoder()
+        decoder.userInfo[Wire.Resolver.codingKey] = resolver
+        guard let message = try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8)),
+            message.envelope.v == Wire.version, !message.envelope.o.isEmpty,
+            message.envelope.o.utf8.count <= Wire.maximumInstanceIDBytes
+        else { return drop(.malformed) }
+        let instance = message.envelope.o
+        if instance == configuration.instanceID {
+            state.withLock { $0.statistics.ownMessagesSkipped += 1 }
+            return
+        }
+        let (isNew, missed) = state.withLock { state in
+            let (isNew, missed) = Self.track(
+                instance, message.envelope.s, in: &state, limit: configuration.maximumTrackedInstances)
+            if missed > 0 { state.statistics.missed += missed }
+            return (isNew, missed)
+        }
+        guard isNew else { return drop(.duplicate, instance) }
+        if missed > 0 {
+            configuration.logger.warning(
+                "relay missed messages", metadata: ["instance": "\(instance)", "missed": "\(missed)"])
+            postResynchronize(["reason": "missed", "instance": instance, "missed": missed])
+        }
+        switch message.body {
+        case .unknownName:
+            drop(.unknownName, instance)
+        case .wrongType:
+            drop(.wrongType, instance)
+        case .post(let name, var userInfo):
+            userInfo[RelayOrigin.userInfoKey] = RelayOrigin.remote(instance: instance)
+            state.withLock { $0.statistics.delivered += 1 }
+            NotificationHub.default.post(name: name, object: self, userInfo: userInfo)
+        case .set(let replication, let stamp, let value):
+            switch replication.applyRemote(value, stamp: stamp, from: instance, relay: self) {
+            case .applied: state.withLock { $0.statistics.delivered += 1 }
+            case .stale: drop(.stale, instance)
+            case .wrongType: drop(.wrongType, instance)
+            case .gone:
+                stopReplicating(replication.name)
+                drop(.unknownName, instance)
+            }
+        }
+    }
+
+    /// Looks names up while a message decodes, so it is decoded once.
+    private var resolver: Wire.Resolver {
+        Wire.Resolver { [weak self] kind, name in
+            self?.state.withLock { state in
+                switch kind {
+                case .post: state.bridges[name].map { .bridge($0.name, $0.schema) }
+                case .set: state.replications[name].map { .replication($0) }
+                }
+            }
+        }
+    }
+    /// Records sequence number `sequence` of `instance`: whether it is new
+    /// (not a resend), and how many of the instance's messages were skipped
+    /// before it. The table keeps at most `limit` instances, forgetting the
+    /// least recently heard.
+    private static func track(
+        _ instance: String, _ sequence: UInt64, in state: inout State, limit: Int
+    ) -> (isNew: Bool, missed: Int) {
+        state.tick += 1
+        guard let last = state.heard[instance]?.sequence else {
+            if state.heard.count >= limit, let oldest = state.heard.min(by: { $0.value.tick < $1.value.tick }) {
+                state.heard.removeValue(forKey: oldest.key)
+            }
+            state.heard[instance] = (sequence, state.tick)
+            return (true, 0)
+        }
+        guard sequence > last else { return (false, 0) }
+        state.heard[instance] = (sequence, state.tick)
+        return (true, Int(clamping: sequence - last - 1))
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+
+/// How a ``Relay`` connects, who it is, and its limits.
+public struct RelayConfiguration: Sendable {
+    /// The broker.
+    public var transport: any RelayTransport
+    /// The channel every instance of the service shares (default `swiftkvo_relay`).
+    public var channel: RelayChannel
+    /// This instance's identity on the wire (default: a new random UUID per
+    /// relay). It decides ties between property writes with equal
+    /// timestamps, and a relay skips messages carrying its own id; give each
+    /// live relay a different one.
+    public var instanceID: String
+    /// The first delay before reconnecting after a lost or refused
+    /// connection; doubled (with jitter) after each failure up to
+    /// ``maximumReconnectDelay``, and reset once a connection is up.
+    public var initialReconnectDelay: Duration = .milliseconds(50)
+    /// The longest delay between two connection attempts.
+    public var maximumReconnectDelay: Duration = .seconds(5)
+    /// How many messages may wait to be sent (while disconnected, or while the
+    /// broker is slower than the posts); past that, posts fail with
+    /// ``RelayError/outboxFull(capacity:)``. Bounds the relay's memory.
+    public var outboxCapacity = 65_536
+    /// How many other instances' sequence numbers are remembered for
+    /// deduplication and gap detection. Past that the least recently heard
+    /// one is forgotten (a client of the database can invent instance ids).
+    public var maximumTrackedInstances = 1024
+    /// Where the relay logs connections, reconnects and dropped messages.
+    public var logger: Logger
+
+    /// A configuration for `transport`.
+    public init(
+        transport: any RelayTransport, channel: RelayChannel? = nil, instanceID: String? = nil,
+        logger: Logger = Logger(label: "SwiftKVORelay")
+    ) {
+        self.transport = transport
+        self.channel = channel ?? Self.defaultChannel
+        self.instanceID = instanceID ?? UUID().uuidString
+        self.logger = logger
+    }
+
+    /// A configuration for PostgreSQL with `connection`'s settings (host,
+    /// credentials, TLS: passed through unchanged).
+    public init(
+        postgres connection: PostgresConnection.Configuration, channel: RelayChannel? = nil,
+        instanceID: String? = nil, logger: Logger = Logger(label: "SwiftKVORelay")
+    ) {
+        self.init(
+            transport: PostgresTransport(configuration: connection), channel: channel,
+            instanceID: instanceID, logger: logger)
+    }
+
+    private static let defaultChannel = try! RelayChannel("swiftkvo_relay")
+
+    /// PostgreSQL connection settings from libpq's environment variables:
+    /// `PGHOST` (a host name, or an absolute path to a Unix socket folder;
+    /// default `localhost`), `PGPORT` (5432), `PGUSER` (required),
+    /// `PGPASSWORD`, `PGDATABASE` (default: the user name) and `PGSSLMODE`
+    /// (`disable`, `prefer` — the default — or `require`; `prefer` and
+    /// `require` verify the server's certificate against the system's roots).
+    ///
+    /// - Parameter environment: The variables (default: the process's).
+    /// - Throws: ``RelayError/invalidConfiguration(_:)`` when `PGUSER` is
+    ///   missing or a value does not parse; the TLS library's error when its
+    ///   context cannot be made.
+    public static func environment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> PostgresConnection.Configuration {
+        guard let user = environment["PGUSER"], !user.isEmpty else {
+            throw RelayError.invalidConfiguration("PGUSER is not set")
+        }
+        let host = environment["PGHOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "localhost"
+        guard let port = Int(environment["PGPORT"] ?? "5432"), (1...65535).contains(port) else {
+            throw RelayError.invalidConfiguration("PGPORT is not a port number")
+        }
+        let password = environment["PGPASSWORD"]
+        let database = environment["PGDATABASE"] ?? user
+        if host.hasPrefix("/") {
+            let socket = host.hasSuffix(".s.PGSQL.\(port)") ? host : "\(host)/.s.PGSQL.\(port)"
+            return .init(unixSocketPath: socket, username: user, password: password, database: database)
+        }
+        let tls: PostgresConnection.Configuration.TLS
+        switch environment["PGSSLMODE"] ?? "prefer" {
+        case "disable": tls = .disable
+        case "prefer": tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case "require": tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case let mode: throw RelayError.invalidConfiguration("PGSSLMODE \(mode) is not disable, prefer or require")
+        }
+        return .init(host: host, port: port, username: user, password: password, database: database, tls: tls)
+    }
+}

@@ -1,0 +1,45 @@
+/// What a relay has done since it was created: a snapshot of its counters.
+///
+/// Every message from the wire that is not delivered is counted under exactly
+/// one `dropped…` reason, so bad input is never silent; every local post or
+/// property change of a bridged name that could not be sent is counted in
+/// ``notSent``.
+public struct RelayStatistics: Hashable, Sendable {
+    /// Messages the broker accepted from this relay (committed `NOTIFY`s).
+    public var sent = 0
+    /// Messages from other instances delivered locally (posts, and property
+    /// values applied).
+    public var delivered = 0
+    /// Local posts and property changes that were never sent: too large, not
+    /// encodable, or the outgoing queue was full. (A throwing
+    /// ``Relay/post(name:userInfo:)`` reports these to its caller instead.)
+    public var notSent = 0
+    /// This relay's own messages coming back from the broker, skipped.
+    public var ownMessagesSkipped = 0
+    /// Messages that are not the relay's JSON format (or not its version).
+    public var droppedMalformed = 0
+    /// Messages for a name this relay neither bridges nor replicates.
+    public var droppedUnknownName = 0
+    /// Messages whose user info or value does not decode as the registered types.
+    public var droppedWrongType = 0
+    /// Messages over ``RelayConfiguration/maximumPayloadBytes``.
+    public var droppedOversized = 0
+    /// Messages seen before (same instance and sequence number): a resend after
+    /// a reconnect whose first attempt had reached the broker.
+    public var droppedDuplicate = 0
+    /// Property values older than the value already held (last writer wins).
+    public var droppedStale = 0
+    /// Messages of other instances that never arrived, counted from the gaps
+    /// in their sequence numbers (each gap also posts ``Relay/resynchronize``).
+    public var missed = 0
+    /// Connections to the broker that were established and later lost.
+    public var disconnects = 0
+    /// ``Relay/resynchronize`` notifications posted (after a reconnect or a gap).
+    public var resynchronizations = 0
+
+    /// All dropped messages, whatever the reason.
+    public var dropped: Int {
+        droppedMalformed + droppedUnknownName + droppedWrongType + droppedOversized
+            + droppedDuplicate + droppedStale
+    }
+}
