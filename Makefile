@@ -77,6 +77,9 @@ tsan: deps
 	@echo "== test: ThreadSanitizer"
 	SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" \
 		$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	@echo "== test: ThreadSanitizer, C suite with fenced readers (CKVO_FENCED_READERS=1)"
+	CKVO_FENCED_READERS=1 SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" \
+		$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter CKVOCoreTests
 
 # UBSan instruments the C targets (engine and test helpers) through -Xcc: swiftc rejects
 # --sanitize=undefined on Linux, and the ASan runtime it links carries UBSan's handlers.

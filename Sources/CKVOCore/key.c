@@ -81,14 +81,20 @@ key_intern_locked(struct ckvo_hub *hub, const char *name, size_t length, ckvo_ge
 	info->getter = getter;
 	info->id = hub->key_count + 1;
 
+	/*
+	 * The key is complete before a reader can reach it: ckvo_key_find finds
+	 * it in the name table as soon as ck_hs_put stores it (ck_hs has no
+	 * release fence of its own before that store).
+	 */
+	CKVO_TSAN_RELEASE(info);
+	ck_pr_fence_store();
 	if (!ck_hs_put(&hub->names, hash, info)) {
 		free(copy);
 		free(info);
 		return 0;
 	}
 	hub->keys->keys[info->id - 1] = info;
-	/* The key is complete and in the array before the count admits it. */
-	CKVO_TSAN_RELEASE(info);
+	/* In the array before the count admits it. */
 	ck_pr_fence_store();
 	ck_pr_store_32(&hub->key_count, info->id);
 	return info->id;
@@ -113,7 +119,12 @@ ckvo_key_intern(ckvo_hub_t *hub, const char *name, ckvo_getter_t getter)
 	return key;
 }
 
-/* Looks `name` up without interning; 0 when no key has that name. */
+/*
+ * Looks `name` up without interning; 0 when no key has that name. A key the
+ * name table holds but the count does not admit yet is still being interned
+ * (key_intern_locked stores it in the table first): it is not returned until
+ * every other function accepts it, so the find is ordered before that intern.
+ */
 static ckvo_key_t
 key_find(struct ckvo_hub *hub, const char *name, size_t length)
 {
@@ -121,7 +132,9 @@ key_find(struct ckvo_hub *hub, const char *name, size_t length)
 	unsigned long hash = ckvo__name_hash(&hub->names, name, length);
 	struct ckvo_keyinfo *info = ck_hs_get(&hub->names, hash, &probe);
 
-	return info == NULL ? 0 : info->id;
+	if (info == NULL || info->id > ck_pr_load_32(&hub->key_count))
+		return 0;
+	return info->id;
 }
 
 ckvo_key_t
