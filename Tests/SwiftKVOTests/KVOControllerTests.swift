@@ -151,20 +151,20 @@ import Testing
     }
 
     @Test func deallocatedObserverIsSkippedAndItsObservationRemoved() throws {
-        let subject = DeathWatched()
+        let subject = CountedSubject()
         let counter = Counter()
         var observer: Observer? = Observer()
         let kvo = KVOController(observer: observer!)
         try kvo.observe(subject, \.value) { _, _, _ in counter.increment() }
         subject.value = 1
-        #expect(liveObservations(of: \DeathWatched.value, on: subject) == 1)
+        #expect(liveObservations(of: \CountedSubject.value, on: subject) == 1)
         observer = nil
         subject.value = 2  // meets the dead observer: skipped, its removal queued
         flushReleases()
         subject.value = 3
         #expect(counter.count == 1)
         #expect(kvo.observer == nil)
-        #expect(liveObservations(of: \DeathWatched.value, on: subject) == 0)
+        #expect(liveObservations(of: \CountedSubject.value, on: subject) == 0)
     }
 
     @Test func deadObserversBlockAndCapturesAreReleasedWhileTheControllerLives() throws {
@@ -359,7 +359,14 @@ import Testing
     }
 }
 
-/// Observed only by the tests that count its engine observations.
+/// Observed only by the one test that counts its engine observations: the
+/// count is the key's, across objects, and tests run in parallel.
+final class CountedSubject: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var value = 0
+}
+
+/// Observed by the tests of dead observers.
 final class DeathWatched: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
     @Observed var value = 0
