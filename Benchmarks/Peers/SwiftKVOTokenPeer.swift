@@ -125,9 +125,12 @@ extension SwiftKVOTokenPeer.UnobservedSubject: SparseSubject {}
 extension SwiftKVOTokenPeer {
     /// `Subject` with another name. Observing is tracked per class and property, so the
     /// sparse workload's "none observed" side needs a class that nobody observes while the
-    /// observed side's `Subject` objects exist.
+    /// observed side's `Subject` objects exist. Its `value` sits at another offset: with
+    /// `Subject`'s exact layout, LLVM merges the two setters into one outlined function, and
+    /// every other workload's `Subject` setter becomes a call.
     final class UnobservedSubject: KeyValueObservable, @unchecked Sendable {
         let kvoRegistrar = KVORegistrar()
+        let layoutTag = 0
         @Observed var value = 0
     }
 

@@ -35,7 +35,13 @@ extension NotifyingStorage {
         let wrapper = UnsafeMutableRawPointer(mutating: Engine.address(object))
             .advanced(by: offset).assumingMemoryBound(to: Self.self)
         var state = state
-        if state & SetterState.manual != 0 {
+        // Manual notification, or a plain property of an object never
+        // observed while the key is observed elsewhere (the sparse case):
+        // just store.
+        if state & SetterState.manual != 0
+            || (state & SetterState.flags == SetterState.resolved
+                && !object.kvoRegistrar.mayBeObserved)
+        {
             wrapper.pointee.storage = newValue
             return
         }

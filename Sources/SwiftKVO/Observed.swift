@@ -89,11 +89,12 @@ public struct Observed<Value> {
         }
         @inline(__always) set {
             let state = object[keyPath: storageKeyPath].state
-            // Fast path: resolved, automatic, no dependents, and nobody
-            // observing the key on any object (the key's probe: one load, no
-            // call) or this object never observed (one more load).
+            // Fast path: resolved, automatic, no dependents, nobody observing
+            // the key on any object (the key's probe: one load, no call).
+            // Kept this small so that it inlines into loops; an object never
+            // observed is told apart in the slow path.
             if state & SetterState.flags == SetterState.resolved,
-                !Engine.hasObservers(SetterState.probe(state)) || !object.kvoRegistrar.mayBeObserved
+                !Engine.hasObservers(SetterState.probe(state))
             {
                 object[keyPath: storageKeyPath].storage = newValue
                 return
