@@ -8,7 +8,7 @@ operation costs, with the fixture's fixed costs cancelled out. Callgrind counts
 the same instructions for the same binary and inputs on every run, so the check
 can be strict: it fails when a fixture's instructions per operation rise more
 than --threshold percent over the baseline, or when its allocations per
-operation rise at all. It reports improvements too.
+operation rise (see ALLOCATION_SLACK). It reports improvements too.
 
 Some counts depend on the heap addresses a fixture gets (the engine hashes
 them), so every count is the mean over LAYOUTS runs whose heap is shifted by a
@@ -32,6 +32,15 @@ import sys
 import tempfile
 
 LAYOUTS = 4
+
+# Allocations per operation may rise by this much before the check fails, but only for a
+# fixture whose baseline already allocates: a fixture at zero fails on any allocation.
+# Churn takes observation records from a pool that the engine's background reclaimer refills
+# on its own thread, so when a batch of 64 records comes back depends on that thread's
+# scheduling, not on the code: one batch late in one of the four layouts moves the mean by
+# 64 / 1000 / 4 = 0.016 per operation. A real regression (one more allocation per operation,
+# or one per few operations) moves it by 0.1 to 1.
+ALLOCATION_SLACK = 0.05
 
 UPDATE_HINT = (
     "If the change is deliberate, update the baseline and commit it with a message saying why:\n"
@@ -165,11 +174,12 @@ def compare(results, baseline, threshold):
         elif change < -threshold:
             verdict = "improved"
             notes.append(f"{name}: {change:+.1f}% instructions per operation")
-        if round(allocations, 3) > round(base_allocations, 3):
+        allowed = base_allocations + ALLOCATION_SLACK if base_allocations > 0 else 0.0
+        if round(allocations, 3) > round(allowed, 3):
             verdict = "REGRESSION"
             failures.append(f"{name}: {allocations:.3f} allocations per operation, "
-                            f"up from {base_allocations:.3f}")
-        elif round(allocations, 3) < round(base_allocations, 3):
+                            f"up from {base_allocations:.3f} (limit {allowed:.3f})")
+        elif round(allocations, 3) < round(base_allocations - ALLOCATION_SLACK, 3):
             verdict = verdict or "improved"
             notes.append(f"{name}: allocations per operation down from {base_allocations:.3f} to {allocations:.3f}")
         print(f"{name:<26} {instructions:>10.1f} {base_instructions:>10.1f} {change:>+7.1f}%   "
@@ -218,7 +228,7 @@ def main():
         print("\n" + UPDATE_HINT)
         return 1
     print(f"\nperf-check passed: no fixture above +{args.threshold:g}% instructions "
-          "or with more allocations per operation than the baseline.")
+          "or with more allocations per operation than the baseline allows.")
     return 0
 
 
