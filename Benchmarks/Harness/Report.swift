@@ -8,6 +8,7 @@ struct Report {
 
     func render() -> String {
         var out = header.joined(separator: "\n") + "\n"
+        out += Targets(workloads: workloads).render()
         for workload in workloads {
             out += "\n## \(workload.title)\n\n"
             switch workload.kind {

@@ -1,0 +1,224 @@
+// Targets.swift — the performance targets (SPEC.md §5), checked against this run's results.
+//
+// Every target is a ratio between two rows measured in the same run, or a byte count, so the
+// table means the same thing on any machine. A target whose rows were not measured (filtered
+// out, or a peer without that workload) is listed as "not measured", never as met.
+
+/// One target and what this run measured for it.
+struct TargetCheck {
+    enum Bound {
+        case atMost(Double)
+        case atLeast(Double)
+
+        var text: String {
+            switch self {
+            case .atMost(let limit): return "≤ \(format(limit))"
+            case .atLeast(let limit): return "≥ \(format(limit))"
+            }
+        }
+
+        func holds(_ value: Double) -> Bool {
+            switch self {
+            case .atMost(let limit): return value <= limit
+            case .atLeast(let limit): return value >= limit
+            }
+        }
+    }
+
+    var target: String
+    var bound: Bound
+    var unit: String
+    /// nil when a row the target needs is missing from the run.
+    var measured: Double?
+    /// What was divided by what, or why the value is missing.
+    var detail: String
+
+    var verdict: String {
+        guard let measured, !measured.isNaN else { return "not measured" }
+        return bound.holds(measured) ? "met" : "**not met**"
+    }
+}
+
+/// Computes the target table from one run's workloads.
+struct Targets {
+    var workloads: [WorkloadResult]
+
+    /// Peers a Swift user would pick instead of SwiftKVO's token style (floors excluded).
+    static let swiftPeers = [
+        "opencombine-subject", "opencombine-published", "observation", "notificationcenter", "kvocontroller-port",
+    ]
+
+    /// The SwiftKVO rows and the peer row each must not trail, on every workload.
+    static let counterparts: [(peer: String, label: String, against: [String])] = [
+        ("swiftkvo-token", "token style", swiftPeers),
+        ("swiftkvo-hub", "NotificationHub", ["notificationcenter"]),
+        ("swiftkvo-kvocontroller", "KVOController", ["kvocontroller-port"]),
+    ]
+
+    func checks() -> [TargetCheck] {
+        var out: [TargetCheck] = []
+        out += memoryChecks()
+        out += dispatchChecks()
+        out += sparseContentionAndChurnChecks()
+        out += aheadOfEveryPeerChecks()
+        return out
+    }
+
+    func render() -> String {
+        let rows = checks()
+        if rows.isEmpty { return "" }
+        var out = "\n## Targets (SPEC.md §5): ratios within this run\n\n"
+        out += "| target | bound | measured | verdict | from |\n|---|---:|---:|---|---|\n"
+        for row in rows {
+            let value = row.measured.map { "\(format($0))\(row.unit)" } ?? "—"
+            out += "| \(row.target) | \(row.bound.text)\(row.unit) | \(value) | \(row.verdict) | \(row.detail) |\n"
+        }
+        let missed = rows.filter { $0.verdict == "**not met**" }.count
+        let unmeasured = rows.filter { $0.measured == nil }.count
+        out += "\n\(rows.count - missed - unmeasured) of \(rows.count) targets met, \(missed) not met"
+            + (unmeasured > 0 ? ", \(unmeasured) not measured in this run" : "") + ".\n"
+        return out
+    }
+
+    // MARK: - Lookups
+
+    private func workload(_ kind: WorkloadKind, size: Int? = nil) -> WorkloadResult? {
+        workloads.first { $0.kind == kind && (size == nil || $0.size == size) }
+    }
+
+    private func row(_ w: WorkloadResult?, _ peer: String) -> PeerResult? {
+        w?.results.first { $0.peer == peer }
+    }
+
+    private func median(_ w: WorkloadResult?, _ peer: String) -> Double? {
+        row(w, peer)?.nsPerUnit?.median
+    }
+
+    private func ratio(_ numerator: Double?, _ denominator: Double?) -> Double? {
+        guard let numerator, let denominator, denominator > 0 else { return nil }
+        return numerator / denominator
+    }
+
+    private func describe(_ numerator: Double?, _ denominator: Double?, _ what: String) -> String {
+        guard let numerator, let denominator else { return "\(what): a row is missing" }
+        return "\(what): \(format(numerator)) ÷ \(format(denominator))"
+    }
+
+    // MARK: - Targets
+
+    private func memoryChecks() -> [TargetCheck] {
+        let memory = workload(.memory)
+        func bytes(_ peer: String) -> Double? { row(memory, peer)?.bytesPerObservationOneKey }
+        var out: [TargetCheck] = []
+        for (peer, label, limit) in [("swiftkvo-c", "C API", 128.0), ("swiftkvo-token", "token style", 256.0)] {
+            out.append(TargetCheck(
+                target: "memory per observation, \(label)", bound: .atMost(limit), unit: " B",
+                measured: bytes(peer), detail: "memory, one key"))
+        }
+        for (peer, label, against, peerLabel) in [
+            ("swiftkvo-hub", "NotificationHub", "notificationcenter", "NotificationCenter"),
+            ("swiftkvo-kvocontroller", "KVOController", "kvocontroller-port", "the port"),
+        ] {
+            out.append(TargetCheck(
+                target: "memory per observation, \(label) ÷ \(peerLabel)", bound: .atMost(1), unit: "×",
+                measured: ratio(bytes(peer), bytes(against)),
+                detail: describe(bytes(peer), bytes(against), "B, one key")))
+        }
+        return out
+    }
+
+    private func dispatchChecks() -> [TargetCheck] {
+        var out: [TargetCheck] = []
+        let one = workload(.fanOut, size: 1)
+        out.append(TargetCheck(
+            target: "C API, 1 observer ÷ C floor", bound: .atMost(3), unit: "×",
+            measured: ratio(median(one, "swiftkvo-c"), median(one, "c-floor")),
+            detail: describe(median(one, "swiftkvo-c"), median(one, "c-floor"), "ns, fan-out/1")))
+        for n in [10, 100, 1000] {
+            let w = workload(.fanOut, size: n)
+            out.append(TargetCheck(
+                target: "C API ÷ C floor per callback, \(n) observers", bound: .atMost(1.3), unit: "×",
+                measured: ratio(median(w, "swiftkvo-c"), median(w, "c-floor")),
+                detail: describe(median(w, "swiftkvo-c"), median(w, "c-floor"), "ns, fan-out/\(n)")))
+            out.append(TargetCheck(
+                target: "token ÷ C API per callback, \(n) observers", bound: .atMost(2.5), unit: "×",
+                measured: ratio(median(w, "swiftkvo-token"), median(w, "swiftkvo-c")),
+                detail: describe(median(w, "swiftkvo-token"), median(w, "swiftkvo-c"), "ns, fan-out/\(n)")))
+        }
+        let many = workload(.manySubjects)
+        out.append(TargetCheck(
+            target: "many subjects: C API ÷ C floor", bound: .atMost(3), unit: "×",
+            measured: ratio(median(many, "swiftkvo-c"), median(many, "c-floor")),
+            detail: describe(median(many, "swiftkvo-c"), median(many, "c-floor"), "ns, many-subjects")))
+        out.append(TargetCheck(
+            target: "many subjects: token ÷ C-to-Swift floor", bound: .atMost(2), unit: "×",
+            measured: ratio(median(many, "swiftkvo-token"), median(many, "c-to-swift")),
+            detail: describe(median(many, "swiftkvo-token"), median(many, "c-to-swift"), "ns, many-subjects")))
+        return out
+    }
+
+    private func sparseContentionAndChurnChecks() -> [TargetCheck] {
+        var out: [TargetCheck] = []
+        let sparse = row(workload(.sparse), "swiftkvo-token")
+        out.append(TargetCheck(
+            target: "sparse: set of an unobserved `@Observed` object ÷ the same set, class unobserved",
+            bound: .atMost(1.5), unit: "×", measured: sparse?.sparseRatio,
+            detail: describe(sparse?.nsPerUnit?.median, sparse?.noObserverNsPerUnit?.median, "ns, token style")))
+
+        let contention = workload(.contention)
+        let floorScaling = row(contention, "c-floor")?.scalingRatio
+        let tokenScaling = row(contention, "swiftkvo-token")?.scalingRatio
+        out.append(TargetCheck(
+            target: "contention, one object: token's scaling − C floor's", bound: .atLeast(0), unit: "",
+            measured: tokenScaling.flatMap { t in floorScaling.map { t - $0 } },
+            detail: "scaling (N threads ÷ 1): token \(tokenScaling.map(format) ?? "—"), "
+                + "C floor \(floorScaling.map(format) ?? "—")"))
+        let hubScaling = row(contention, "swiftkvo-hub")?.scalingRatio
+        let centerScaling = row(contention, "notificationcenter")?.scalingRatio
+        out.append(TargetCheck(
+            target: "contention, one object: NotificationHub's scaling − NotificationCenter's",
+            bound: .atLeast(0), unit: "",
+            measured: hubScaling.flatMap { h in centerScaling.map { h - $0 } },
+            detail: "scaling: hub \(hubScaling.map(format) ?? "—"), "
+                + "NotificationCenter \(centerScaling.map(format) ?? "—")"))
+        let own = workload(.contentionOwnObjects)
+        for (peer, label) in [("swiftkvo-c", "C API"), ("swiftkvo-token", "token style")] {
+            out.append(TargetCheck(
+                target: "contention, own objects: \(label) scaling", bound: .atLeast(1.6), unit: "×",
+                measured: row(own, peer)?.scalingRatio, detail: "N threads ÷ 1 thread"))
+        }
+
+        let churn = workload(.churn)
+        out.append(TargetCheck(
+            target: "churn: token pair ÷ C API pair", bound: .atMost(1.5), unit: "×",
+            measured: ratio(median(churn, "swiftkvo-token"), median(churn, "swiftkvo-c")),
+            detail: describe(median(churn, "swiftkvo-token"), median(churn, "swiftkvo-c"), "ns, churn/100")))
+        out.append(TargetCheck(
+            target: "churn: KVOController ÷ the port", bound: .atMost(0.8), unit: "×",
+            measured: ratio(median(churn, "swiftkvo-kvocontroller"), median(churn, "kvocontroller-port")),
+            detail: describe(
+                median(churn, "swiftkvo-kvocontroller"), median(churn, "kvocontroller-port"), "ns, churn/100")))
+        return out
+    }
+
+    /// Each SwiftKVO style against its counterpart on every workload both measured: time per unit
+    /// (or bytes for memory), SwiftKVO ÷ the best counterpart, at most 1.
+    private func aheadOfEveryPeerChecks() -> [TargetCheck] {
+        var out: [TargetCheck] = []
+        for (peer, label, against) in Self.counterparts {
+            for w in workloads {
+                func value(_ r: PeerResult?) -> Double? {
+                    w.kind == .memory ? r?.bytesPerObservationOneKey : r?.nsPerUnit?.median
+                }
+                guard let ours = value(row(w, peer)) else { continue }
+                let theirs = against.compactMap { id in value(row(w, id)).map { (id, $0) } }
+                guard let best = theirs.min(by: { $0.1 < $1.1 }) else { continue }
+                out.append(TargetCheck(
+                    target: "\(w.name): \(label) ÷ best of \(against.count == 1 ? best.0 : "Swift peers")",
+                    bound: .atMost(1), unit: "×", measured: ours / best.1,
+                    detail: "\(format(ours)) ÷ \(format(best.1)) (\(best.0))"))
+            }
+        }
+        return out
+    }
+}
