@@ -7,7 +7,8 @@
 // handler (a hub observer, or the raw notification loop), on one monotonic
 // clock. Throughput: N messages sent as fast as the sender goes; time until
 // the last one is received. Raw and relay alternate, round after round, so
-// drift on a shared machine hits both.
+// drift on a shared machine hits both. Each round also times the relay's
+// steps one by one (Breakdown.swift): where its extra time goes.
 import Foundation
 import Histogram
 import Logging
@@ -241,15 +242,24 @@ let rawListening = try await Raw(
     name: "raw, sender also listening", channel: "bench_rawl_\(suffix)", batched: false, senderListens: true,
     setup: setup)
 let relay = try await RelayContender(channel: "bench_relay_\(suffix)", setup: setup)
+let loopback = try await LoopbackContender(setup: setup)
+let publishProbe = try await PublishProbe(suffix: suffix, setup: setup)
 
 log("warming up")
 _ = try await latency(raw, count: warmUp)
 _ = try await latency(rawListening, count: warmUp)
 _ = try await latency(relay, count: warmUp)
+_ = try await latency(loopback, count: warmUp)
+_ = try await publishProbe.roundTrips(count: warmUp)
 
 var rawLatency = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
 var rawListeningLatency = rawLatency
 var relayLatency = rawLatency
+var loopbackLatency = rawLatency
+var loopbackPublished = rawLatency
+var statementRaw = rawLatency
+var statementTransport = rawLatency
+var inProcess: [InProcessCosts] = []
 var rates: [String: [Double]] = [:]
 for round in 1...rounds {
     log("round \(round) of \(rounds)")
@@ -259,6 +269,14 @@ for round in 1...rounds {
     rates[raw.name, default: []].append(try await throughput(raw, count: throughputMessages))
     rates[rawBatched.name, default: []].append(try await throughput(rawBatched, count: throughputMessages))
     rates[relay.name, default: []].append(try await throughput(relay, count: throughputMessages))
+    loopback.broker.published.reset()
+    loopbackLatency.add(try await latency(loopback, count: latencySamples))
+    loopbackPublished.add(loopback.broker.published.histogram)
+    rates[loopback.name, default: []].append(try await throughput(loopback, count: throughputMessages))
+    let statements = try await publishProbe.roundTrips(count: latencySamples)
+    statementRaw.add(statements.raw)
+    statementTransport.add(statements.transport)
+    inProcess.append(try measureInProcess(setup: setup, quick: quick))
 }
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
@@ -292,3 +310,28 @@ print(
         format: "relay / raw, one statement per message: %.2fx; relay / raw, 256 per statement: %.2fx",
         median(rates[relay.name]!) / median(rates[raw.name]!),
         median(rates[relay.name]!) / median(rates[rawBatched.name]!)))
+
+func p50(_ histogram: Histogram<UInt64>) -> Double { Double(histogram.valueAtPercentile(50)) }
+func row(_ label: String, _ nanoseconds: Double) {
+    print(label.padding(toLength: 58, withPad: " ", startingAt: 0), String(format: "%8.2f", nanoseconds / 1000))
+}
+let inProcessMedians = { (cost: KeyPath<InProcessCosts, Double>) in median(inProcess.map { $0[keyPath: cost] }) }
+print("where the time goes (µs per message; in process: median of rounds; otherwise p50)")
+print("in process, no server")
+row("  encode a post (JSON, numbered)", inProcessMedians(\.encode))
+row("  decode a message", inProcessMedians(\.decode))
+row("  receive path: decode, checks, hub post", inProcessMedians(\.receive))
+row("  hub post alone, one observer", inProcessMedians(\.hubPost))
+row("  skip an own message (self-delivery, receiving side)", inProcessMedians(\.ownSkip))
+print("two relays over an in-memory broker, closed loop, \(latencySamples * rounds) messages")
+row("  post -> transport publish (encode, queue, hop)", p50(loopbackPublished))
+row("  post -> other relay's observer (all of the relay)", p50(loopbackLatency))
+print("server, one pg_notify statement waited for, \(latencySamples * rounds) each")
+row("  raw query", p50(statementRaw))
+row("  PostgresTransport publish", p50(statementTransport))
+row("  publishing machinery (difference)", p50(statementTransport) - p50(statementRaw))
+print("self-delivery at the server")
+row("  raw p50 with the sender listening, less without", p50(rawListeningLatency) - p50(rawLatency))
+print(
+    "throughput over the in-memory broker (the relay's own ceiling): "
+        + String(format: "%.0f messages/s", median(rates[loopback.name]!)))

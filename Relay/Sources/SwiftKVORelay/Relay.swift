@@ -162,7 +162,7 @@ public final class Relay: Sendable {
     ///   ``RelayError/outboxFull(capacity:)``.
     public func post(name: NotificationHub.Name, userInfo: [String: any Sendable] = [:]) throws(RelayError) {
         guard state.withLock({ $0.bridges[name.rawValue] != nil }) else { throw .notBridged(name.rawValue) }
-        try enqueue(encode(Wire.Post(envelope: header(.post, name.rawValue), userInfo: .init(values: userInfo))))
+        try enqueue(encodePost(name, userInfo))
         var local = userInfo
         local[RelayOrigin.userInfoKey] = RelayOrigin.local
         NotificationHub.default.post(name: name, object: nil, userInfo: local)
@@ -172,8 +172,7 @@ public final class Relay: Sendable {
     private func forward(_ note: HubNotification) {
         guard note.userInfo[RelayOrigin.userInfoKey] == nil else { return }
         do {
-            try enqueue(
-                encode(Wire.Post(envelope: header(.post, note.name.rawValue), userInfo: .init(values: note.userInfo))))
+            try enqueue(encodePost(note.name, note.userInfo))
         } catch {
             state.withLock { $0.statistics.notSent += 1 }
             configuration.logger.warning(
@@ -272,6 +271,10 @@ public final class Relay: Sendable {
 
     private func header(_ kind: Wire.Kind, _ name: String) -> Wire.Header {
         Wire.Header(o: configuration.instanceID, t: kind, n: name)
+    }
+
+    private func encodePost(_ name: NotificationHub.Name, _ userInfo: [String: any Sendable]) throws(RelayError) -> String {
+        try encode(Wire.Post(envelope: header(.post, name.rawValue), userInfo: .init(values: userInfo)))
     }
 
     private func encode(_ message: some Encodable) throws(RelayError) -> String {
@@ -444,15 +447,21 @@ public final class Relay: Sendable {
             "relay dropped a message", metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance ?? "?")"])
     }
 
-    /// One message from the broker. Nothing in it is trusted before it decoded.
-    private func receive(_ payload: String) {
-        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
+    /// `payload` as a message, or nil if it is not one (malformed).
+    private func decode(_ payload: String) -> Wire.Incoming? {
         let decoder = JSONDecoder()
         decoder.userInfo[Wire.Resolver.codingKey] = resolver
         guard let message = try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8)),
             message.envelope.v == Wire.version, !message.envelope.o.isEmpty,
             message.envelope.o.utf8.count <= Wire.maximumInstanceIDBytes
-        else { return drop(.malformed) }
+        else { return nil }
+        return message
+    }
+
+    /// One message from the broker. Nothing in it is trusted before it decoded.
+    package func receive(_ payload: String) {
+        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
+        guard let message = decode(payload) else { return drop(.malformed) }
         let instance = message.envelope.o
         if instance == configuration.instanceID {
             state.withLock { $0.statistics.ownMessagesSkipped += 1 }
@@ -520,5 +529,22 @@ public final class Relay: Sendable {
         guard sequence > last else { return (false, 0) }
         state.heard[instance] = (sequence, state.tick)
         return (true, Int(clamping: sequence - last - 1))
+    }
+}
+
+// MARK: Cost probes
+
+// Each step of a message's way on its own, for RelayBenchmarks' cost breakdown.
+extension Relay {
+    /// The message a post of `name` is sent as, with sequence number `sequence`.
+    package func message(
+        posting name: NotificationHub.Name, userInfo: [String: any Sendable], sequence: UInt64
+    ) throws(RelayError) -> String {
+        Wire.numbered(try encodePost(name, userInfo), sequence: sequence)
+    }
+
+    /// Whether `payload` decodes as a message (nothing else is done with it).
+    package func decodes(_ payload: String) -> Bool {
+        decode(payload) != nil
     }
 }

@@ -1,0 +1,231 @@
+// Where the relay's time goes: each step of a message's way timed on its own,
+// in the same run as the end-to-end comparison.
+//
+// In process, no server: encoding, decoding, the receive path (decode, checks,
+// hub post), skipping an own message, a hub post alone; over an in-memory
+// broker (the RelayTransport seam): post → the transport's publish (encoding,
+// queueing, the hop to the sending side) and post → the other relay's
+// observer (everything the relay does, minus the server). Against the server:
+// a PostgresTransport publish against the same pg_notify statement sent raw,
+// each waited for (the publishing machinery per statement).
+import Foundation
+import Histogram
+import Logging
+import PostgresNIO
+import SwiftKVO
+import SwiftKVORelay
+import Synchronization
+
+extension NotificationHub.Name {
+    static let benchProbe: Self = "relay.bench.probe"
+}
+
+/// Median nanoseconds per call of `body`: `samples` timings of `batch` calls each.
+func perCall(batch: Int, samples: Int, _ body: (Int) throws -> Void) rethrows -> Double {
+    var timings: [Double] = []
+    for sample in 0..<samples {
+        let start = nanoseconds()
+        for index in 0..<batch { try body(sample * batch + index) }
+        timings.append(Double(nanoseconds() - start) / Double(batch))
+    }
+    return median(timings)
+}
+
+/// The in-process steps, in nanoseconds per message.
+struct InProcessCosts {
+    var encode = 0.0
+    var decode = 0.0
+    var receive = 0.0
+    var ownSkip = 0.0
+    var hubPost = 0.0
+}
+
+func measureInProcess(setup: Setup, quick: Bool) throws -> InProcessCosts {
+    let batch = quick ? 200 : 1000
+    let samples = quick ? 5 : 9
+    let types: [String: any (Codable & Sendable).Type] = ["t": Int.self, "pad": String.self]
+    let sender = Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
+    let receiver = Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
+    try sender.bridge(.benchProbe, userInfoTypes: types)
+    try receiver.bridge(.benchProbe, userInfoTypes: types)
+    let userInfo: [String: any Sendable] = ["t": Int(nanoseconds()), "pad": setup.padding]
+    let observer = Receipts()
+    try NotificationHub.default.addObserver(observer, name: .benchProbe, object: receiver) { _, _ in }
+    defer { NotificationHub.default.removeObserver(observer) }
+
+    var costs = InProcessCosts()
+    costs.encode = try perCall(batch: batch, samples: samples) { index in
+        _ = try sender.message(posting: .benchProbe, userInfo: userInfo, sequence: UInt64(index + 1))
+    }
+    let messages = try (0..<batch * samples).map { index in
+        try sender.message(posting: .benchProbe, userInfo: userInfo, sequence: UInt64(index + 1))
+    }
+    costs.decode = perCall(batch: batch, samples: samples) { index in
+        precondition(receiver.decodes(messages[index]))
+    }
+    costs.receive = perCall(batch: batch, samples: samples) { index in receiver.receive(messages[index]) }
+    precondition(receiver.statistics.delivered == messages.count, "the probe's messages were not all delivered")
+    let own = try receiver.message(posting: .benchProbe, userInfo: userInfo, sequence: 1)
+    costs.ownSkip = perCall(batch: batch, samples: samples) { _ in receiver.receive(own) }
+    var remote = userInfo
+    remote[RelayOrigin.userInfoKey] = RelayOrigin.remote(instance: sender.instanceID)
+    costs.hubPost = perCall(batch: batch, samples: samples) { _ in
+        NotificationHub.default.post(name: .benchProbe, object: receiver, userInfo: remote)
+    }
+    return costs
+}
+
+// MARK: In-memory broker
+
+/// A broker in memory: a publish reaches every connected subscriber (the
+/// publisher's own connection too, as with PostgreSQL), in order.
+final class LoopbackBroker: Sendable {
+    private let subscribers = Mutex<[Int: AsyncStream<String>.Continuation]>([:])
+    private let nextID = Atomic<Int>(0)
+    /// When the current post started (set by the benchmark), and the receipts
+    /// of the transport's publish calls against it.
+    let postStarted = Atomic<UInt64>(0)
+    let published = Receipts()
+
+    func subscribe(_ continuation: AsyncStream<String>.Continuation) -> Int {
+        let id = nextID.add(1, ordering: .relaxed).newValue
+        subscribers.withLock { $0[id] = continuation }
+        return id
+    }
+
+    func unsubscribe(_ id: Int) {
+        subscribers.withLock { $0.removeValue(forKey: id) }?.finish()
+    }
+
+    func publish(_ messages: [String]) {
+        published.received(sentAt: postStarted.load(ordering: .relaxed))
+        for subscriber in subscribers.withLock({ Array($0.values) }) {
+            for message in messages { subscriber.yield(message) }
+        }
+    }
+}
+
+struct LoopbackTransport: RelayTransport {
+    let broker: LoopbackBroker
+
+    var maximumPayloadBytes: Int { PostgresTransport.payloadLimit }
+
+    func run(
+        channel: RelayChannel, logger: Logger,
+        connected: @escaping @Sendable (any RelayPublisher) -> Void,
+        receive: @escaping @Sendable (String) -> Void
+    ) async throws {
+        let (messages, continuation) = AsyncStream<String>.makeStream()
+        let id = broker.subscribe(continuation)
+        defer { broker.unsubscribe(id) }
+        connected(LoopbackPublisher(broker: broker))
+        for await message in messages { receive(message) }
+    }
+}
+
+struct LoopbackPublisher: RelayPublisher {
+    let broker: LoopbackBroker
+
+    func publish(_ messages: [String]) async throws {
+        broker.publish(messages)
+    }
+}
+
+/// Two relays over a ``LoopbackBroker``: everything the relay does, without a server.
+final class LoopbackContender: Contender {
+    let name = "relay over an in-memory broker"
+    let receipts = Receipts()
+    let broker = LoopbackBroker()
+    let sender: Relay
+    let padding: String
+    private let tasks: [Task<Void, Never>]
+
+    init(setup: Setup) async throws {
+        padding = setup.padding
+        let transport = LoopbackTransport(broker: broker)
+        sender = Relay(configuration: RelayConfiguration(transport: transport, logger: setup.logger))
+        let receiver = Relay(configuration: RelayConfiguration(transport: transport, logger: setup.logger))
+        let types: [String: any (Codable & Sendable).Type] = ["t": Int.self, "pad": String.self]
+        try sender.bridge(.benchLoopback, userInfoTypes: types)
+        try receiver.bridge(.benchLoopback, userInfoTypes: types)
+        tasks = [sender, receiver].map { relay in Task { await relay.run() } }
+        let receipts = receipts
+        try NotificationHub.default.addObserver(receipts, name: .benchLoopback, object: receiver) { receipts, note in
+            receipts.received(sentAt: UInt64(note.userInfo["t"] as? Int ?? 0))
+        }
+        try await sender.waitUntilListening()
+        try await receiver.waitUntilListening()
+    }
+
+    func send(sentAt: UInt64) async throws {
+        broker.postStarted.store(sentAt, ordering: .relaxed)
+        try sender.post(name: .benchLoopback, userInfo: ["t": Int(sentAt), "pad": padding])
+    }
+
+    func sendBurst(_ count: Int) async throws {
+        for _ in 0..<count {
+            try sender.post(name: .benchLoopback, userInfo: ["t": Int(nanoseconds()), "pad": padding])
+        }
+    }
+}
+
+extension NotificationHub.Name {
+    static let benchLoopback: Self = "relay.bench.loopback"
+}
+
+// MARK: Publishing, per statement
+
+/// One PostgresTransport connection's publisher, and a raw connection that
+/// listens on its own channel as the transport's does: each statement waited for.
+final class PublishProbe: Sendable {
+    let publisher: any RelayPublisher
+    let raw: PostgresConnection
+    let rawChannel: String
+    let setup: Setup
+    private let task: Task<Void, Never>
+    private let rawTask: Task<Void, any Error>
+
+    init(suffix: some StringProtocol, setup: Setup) async throws {
+        self.setup = setup
+        let transport = PostgresTransport(configuration: setup.connection)
+        let channel = try RelayChannel("bench_pub_\(suffix)")
+        let (publishers, connected) = AsyncStream<any RelayPublisher>.makeStream()
+        task = Task {
+            try? await transport.run(
+                channel: channel, logger: setup.logger, connected: { connected.yield($0) }, receive: { _ in })
+        }
+        var iterator = publishers.makeAsyncIterator()
+        guard let publisher = await iterator.next() else { throw CancellationError() }
+        self.publisher = publisher
+        let raw = try await PostgresConnection.connect(configuration: setup.connection, id: 3, logger: setup.logger)
+        self.raw = raw
+        let rawChannel = "bench_pubraw_\(suffix)"
+        self.rawChannel = rawChannel
+        let (ready, isReady) = AsyncStream<Void>.makeStream()
+        rawTask = Task {
+            try await raw.listen(on: rawChannel) { notifications in
+                isReady.yield()
+                for try await _ in notifications {}
+            }
+        }
+        var readiness = ready.makeAsyncIterator()
+        _ = await readiness.next()
+    }
+
+    /// Closed loop, `count` statements each way alternately: (raw, transport) histograms.
+    func roundTrips(count: Int) async throws -> (raw: Histogram<UInt64>, transport: Histogram<UInt64>) {
+        var raw = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+        var transport = raw
+        for _ in 0..<count {
+            let message = "\(nanoseconds());\(setup.padding)"
+            var start = nanoseconds()
+            let rows = try await self.raw.query("SELECT pg_notify(\(rawChannel), \(message))", logger: setup.logger)
+            for try await _ in rows {}
+            _ = raw.record(nanoseconds() - start)
+            start = nanoseconds()
+            try await publisher.publish([message])
+            _ = transport.record(nanoseconds() - start)
+        }
+        return (raw, transport)
+    }
+}
