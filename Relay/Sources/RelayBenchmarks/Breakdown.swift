@@ -126,8 +126,9 @@ struct LoopbackTransport: RelayTransport {
 struct LoopbackPublisher: RelayPublisher {
     let broker: LoopbackBroker
 
-    func publish(_ messages: [String]) async throws {
+    func publish(_ messages: [String], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         broker.publish(messages)
+        completion(.success(()))
     }
 }
 
@@ -223,7 +224,9 @@ final class PublishProbe: Sendable {
             for try await _ in rows {}
             _ = raw.record(nanoseconds() - start)
             start = nanoseconds()
-            try await publisher.publish([message])
+            try await withCheckedThrowingContinuation { continuation in
+                publisher.publish([message]) { continuation.resume(with: $0) }
+            }
             _ = transport.record(nanoseconds() - start)
         }
         return (raw, transport)

@@ -37,6 +37,11 @@ import Synchronization
 /// therefore written from that task: do not assign it concurrently from
 /// other threads without your own synchronization (as for any `@Observed`
 /// property).
+///
+/// Sending waits for nothing: a post (or a replicated assignment) hands its
+/// message to the transport on the posting thread when no statement is in
+/// flight, and otherwise queues it for the statement that starts when the
+/// one in flight completes (up to 256 messages each).
 public final class Relay: Sendable {
     /// Posted (with the relay as sender) after the relay reconnects, and when
     /// another instance's messages were lost: whatever was sent meanwhile is
@@ -55,7 +60,17 @@ public final class Relay: Sendable {
 
     private struct State {
         var outbox = Deque<String>()
-        var wakeSender: AsyncStream<Void>.Continuation?
+        /// The current connection's publisher, once it is listening.
+        var publisher: (any RelayPublisher)?
+        /// Ends the current connection when a statement fails, so that its
+        /// messages are sent again on the next one.
+        var publishFailed: AsyncStream<any Error>.Continuation?
+        /// Counts connects and disconnects: the completion of a statement
+        /// started on an earlier connection is ignored.
+        var connection: UInt64 = 0
+        /// How many of the outbox's first messages the statement in flight
+        /// carries; 0 when none is in flight.
+        var publishing = 0
         var nextSequence: UInt64 = 1
         var statistics = RelayStatistics()
         var bridges: [String: Bridge] = [:]
@@ -289,70 +304,90 @@ public final class Relay: Sendable {
 
     /// Numbers `message` and queues it, or throws if it is too large or the
     /// queue is full (then the number is not used: no gap for receivers).
+    /// If no statement is in flight, starts one from here.
     private func enqueue(_ message: String) throws(RelayError) {
         let limit = configuration.transport.maximumPayloadBytes
         let capacity = configuration.outboxCapacity
-        let outcome: Result<AsyncStream<Void>.Continuation?, RelayError> = state.withLock { state in
+        let outcome: Result<Statement?, RelayError> = state.withLock { state in
             guard state.outbox.count < capacity else { return .failure(.outboxFull(capacity: capacity)) }
             let numbered = Wire.numbered(message, sequence: state.nextSequence)
             let bytes = numbered.utf8.count
             guard bytes <= limit else { return .failure(.payloadTooLarge(bytes: bytes, limit: limit)) }
             state.nextSequence += 1
             state.outbox.append(numbered)
-            return .success(state.wakeSender)
+            return .success(Self.nextStatement(&state))
         }
-        try outcome.get()?.yield()
+        if let statement = try outcome.get() { publish(statement) }
     }
 
-    /// Sends the queue through `publisher` whenever woken, oldest first, a
-    /// batch per statement. A batch leaves the queue only once published: after
-    /// a failure it is sent again on the next connection (receivers drop the
-    /// copies that had arrived).
-    private func sendLoop(wakes: AsyncStream<Void>, publisher: PublisherSlot) async throws {
-        for await _ in wakes {
-            guard let publisher = publisher.value.withLock({ $0 }) else { continue }
-            while true {
-                let batch = state.withLock { Array($0.outbox.prefix(Self.batchLimit)) }
-                if batch.isEmpty { break }
-                try await publisher.publish(batch)
-                state.withLock { state in
-                    state.outbox.removeFirst(batch.count)
-                    state.statistics.sent += batch.count
-                }
+    /// The outbox's first messages, on one connection's publisher.
+    private struct Statement {
+        let publisher: any RelayPublisher
+        let messages: [String]
+        let connection: UInt64
+    }
+
+    /// The next statement to publish, if there is a publisher, no statement in
+    /// flight, and something queued: at most ``batchLimit`` of the oldest messages.
+    private static func nextStatement(_ state: inout State) -> Statement? {
+        guard state.publishing == 0, let publisher = state.publisher, !state.outbox.isEmpty else { return nil }
+        let messages = Array(state.outbox.prefix(batchLimit))
+        state.publishing = messages.count
+        return Statement(publisher: publisher, messages: messages, connection: state.connection)
+    }
+
+    /// Publishes `statement`, then the next one when it completes, and so on
+    /// until the outbox is empty. One statement is in flight at a time, so
+    /// messages reach the broker in queue order; no task waits on it, so a
+    /// closing connection holds nothing (its publisher fails the completion).
+    /// Messages leave the queue only once published: after a failure they are
+    /// sent again on the next connection (receivers drop the copies that had arrived).
+    private func publish(_ statement: Statement) {
+        statement.publisher.publish(statement.messages) { result in self.completed(statement, result) }
+    }
+
+    private func completed(_ statement: Statement, _ result: Result<Void, any Error>) {
+        let (next, failed) = state.withLock { state -> (Statement?, AsyncStream<any Error>.Continuation?) in
+            guard state.connection == statement.connection else { return (nil, nil) }
+            state.publishing = 0
+            switch result {
+            case .success:
+                state.outbox.removeFirst(statement.messages.count)
+                state.statistics.sent += statement.messages.count
+                return (Self.nextStatement(&state), nil)
+            case .failure:
+                state.publisher = nil
+                return (nil, state.publishFailed)
             }
         }
+        if let next { publish(next) }
+        if case .failure(let error) = result { failed?.yield(error) }
     }
 
     // MARK: Connection
 
-    /// One connection's publisher, once it is listening.
-    private final class PublisherSlot: Sendable {
-        let value = Mutex<(any RelayPublisher)?>(nil)
-    }
-
     /// Connects, listens, sends and receives until the task is cancelled;
-    /// reconnects after a lost or refused connection, with exponential
-    /// backoff (``RelayConfiguration/initialReconnectDelay`` doubling up to
+    /// reconnects after a lost or refused connection (or a statement that
+    /// failed), with exponential backoff
+    /// (``RelayConfiguration/initialReconnectDelay`` doubling up to
     /// ``RelayConfiguration/maximumReconnectDelay``, with jitter). After each
     /// reconnect it posts ``resynchronize``. Run it once per relay.
     public func run() async {
         let logger = configuration.logger
         var delay = configuration.initialReconnectDelay
         while !Task.isCancelled {
-            let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-            let publisher = PublisherSlot()
+            let (failures, publishFailed) = AsyncStream<any Error>.makeStream()
             do {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         try await self.configuration.transport.run(
                             channel: self.configuration.channel, logger: logger,
-                            connected: { connected in
-                                publisher.value.withLock { $0 = connected }
-                                self.listening(wake: wake)
-                            },
+                            connected: { self.listening(publisher: $0, publishFailed: publishFailed) },
                             receive: { self.receive($0) })
                     }
-                    group.addTask { try await self.sendLoop(wakes: wakes, publisher: publisher) }
+                    group.addTask {
+                        for await error in failures { throw error }
+                    }
                     try await group.next()
                     group.cancelAll()
                 }
@@ -361,11 +396,14 @@ public final class Relay: Sendable {
                     logger.warning("relay connection ended", metadata: ["error": "\(error)"])
                 }
             }
-            wake.finish()
+            publishFailed.finish()
             let wasListening = state.withLock { state in
                 defer {
                     state.isListening = false
-                    state.wakeSender = nil
+                    state.publisher = nil
+                    state.publishFailed = nil
+                    state.publishing = 0
+                    state.connection += 1
                 }
                 if state.isListening { state.statistics.disconnects += 1 }
                 return state.isListening
@@ -381,17 +419,20 @@ public final class Relay: Sendable {
 
     /// The subscription is in place: start sending, release waiters, and
     /// after a gap tell the application to resynchronize.
-    private func listening(wake: AsyncStream<Void>.Continuation) {
-        let (waiters, reconnected) = state.withLock { state in
+    private func listening(publisher: any RelayPublisher, publishFailed: AsyncStream<any Error>.Continuation) {
+        let (waiters, reconnected, statement) = state.withLock { state in
             state.isListening = true
-            state.wakeSender = wake
+            state.connection += 1
+            state.publisher = publisher
+            state.publishFailed = publishFailed
+            state.publishing = 0
             let reconnected = state.hasListened
             state.hasListened = true
             defer { state.waiters.removeAll() }
-            return (Array(state.waiters.values), reconnected)
+            return (Array(state.waiters.values), reconnected, Self.nextStatement(&state))
         }
         configuration.logger.info("relay listening", metadata: ["channel": "\(configuration.channel)"])
-        wake.yield()
+        if let statement { publish(statement) }
         for waiter in waiters { waiter.resume() }
         if reconnected { postResynchronize(["reason": "reconnected"]) }
     }
