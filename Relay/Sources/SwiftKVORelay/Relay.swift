@@ -57,6 +57,11 @@ public final class Relay: Sendable {
     public let configuration: RelayConfiguration
 
     private let state = Mutex(State())
+    /// What this relay's messages start with, up to their sequence number:
+    /// one comparison tells an own message coming back from the broker.
+    private let wirePrefix: String
+    /// Decodes every incoming message (its user info holds the name resolver).
+    private let decoder = JSONDecoder()
 
     private struct State {
         var outbox = Deque<String>()
@@ -99,6 +104,8 @@ public final class Relay: Sendable {
     /// ``RelayConfiguration/outboxCapacity``).
     public init(configuration: RelayConfiguration) {
         self.configuration = configuration
+        wirePrefix = Wire.prefix(instance: configuration.instanceID)
+        decoder.userInfo[Wire.Resolver.codingKey] = resolver
     }
 
     deinit {
@@ -257,7 +264,7 @@ public final class Relay: Sendable {
             return stamp
         }
         do {
-            try enqueue(encode(Wire.Set(envelope: header(.set, name), stamp: stamp, value: value)))
+            try enqueue(Wire.setBody(name: name, stamp: stamp, value: value))
         } catch {
             state.withLock { $0.statistics.notSent += 1 }
             configuration.logger.warning(
@@ -284,37 +291,23 @@ public final class Relay: Sendable {
 
     // MARK: Sending
 
-    private func header(_ kind: Wire.Kind, _ name: String) -> Wire.Header {
-        Wire.Header(o: configuration.instanceID, t: kind, n: name)
-    }
-
     private func encodePost(_ name: NotificationHub.Name, _ userInfo: [String: any Sendable]) throws(RelayError) -> String {
-        try encode(Wire.Post(envelope: header(.post, name.rawValue), userInfo: .init(values: userInfo)))
+        try Wire.postBody(name: name.rawValue, userInfo: userInfo)
     }
 
-    private func encode(_ message: some Encodable) throws(RelayError) -> String {
-        do {
-            return String(decoding: try Wire.encoder().encode(message), as: UTF8.self)
-        } catch let error as RelayError {
-            throw error
-        } catch {
-            throw .notEncodable(key: "")
-        }
-    }
-
-    /// Numbers `message` and queues it, or throws if it is too large or the
+    /// Numbers `body` and queues it, or throws if it is too large or the
     /// queue is full (then the number is not used: no gap for receivers).
     /// If no statement is in flight, starts one from here.
-    private func enqueue(_ message: String) throws(RelayError) {
+    private func enqueue(_ body: String) throws(RelayError) {
         let limit = configuration.transport.maximumPayloadBytes
         let capacity = configuration.outboxCapacity
         let outcome: Result<Statement?, RelayError> = state.withLock { state in
             guard state.outbox.count < capacity else { return .failure(.outboxFull(capacity: capacity)) }
-            let numbered = Wire.numbered(message, sequence: state.nextSequence)
-            let bytes = numbered.utf8.count
+            let message = Wire.message(prefix: wirePrefix, sequence: state.nextSequence, body: body)
+            let bytes = message.utf8.count
             guard bytes <= limit else { return .failure(.payloadTooLarge(bytes: bytes, limit: limit)) }
             state.nextSequence += 1
-            state.outbox.append(numbered)
+            state.outbox.append(message)
             return .success(Self.nextStatement(&state))
         }
         if let statement = try outcome.get() { publish(statement) }
@@ -490,18 +483,24 @@ public final class Relay: Sendable {
 
     /// `payload` as a message, or nil if it is not one (malformed).
     private func decode(_ payload: String) -> Wire.Incoming? {
-        let decoder = JSONDecoder()
-        decoder.userInfo[Wire.Resolver.codingKey] = resolver
-        guard let message = try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8)),
+        guard
+            let message = Wire.readPost(payload, registration: registration)
+                ?? (try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8))),
             message.envelope.v == Wire.version, !message.envelope.o.isEmpty,
             message.envelope.o.utf8.count <= Wire.maximumInstanceIDBytes
         else { return nil }
         return message
     }
 
-    /// One message from the broker. Nothing in it is trusted before it decoded.
+    /// One message from the broker (the transport calls it, one at a time).
+    /// Nothing in it is trusted before it decoded; an own message, which the
+    /// broker delivers back to its sender, is told by its first bytes and
+    /// skipped without decoding.
     package func receive(_ payload: String) {
         guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
+        if payload.utf8.starts(with: wirePrefix.utf8) {
+            return state.withLock { $0.statistics.ownMessagesSkipped += 1 }
+        }
         guard let message = decode(payload) else { return drop(.malformed) }
         let instance = message.envelope.o
         if instance == configuration.instanceID {
@@ -543,12 +542,15 @@ public final class Relay: Sendable {
 
     /// Looks names up while a message decodes, so it is decoded once.
     private var resolver: Wire.Resolver {
-        Wire.Resolver { [weak self] kind, name in
-            self?.state.withLock { state in
-                switch kind {
-                case .post: state.bridges[name].map { .bridge($0.name, $0.schema) }
-                case .set: state.replications[name].map { .replication($0) }
-                }
+        Wire.Resolver { [weak self] kind, name in self?.registration(kind, name) }
+    }
+
+    /// What `name` is registered as for messages of `kind`, if anything.
+    private func registration(_ kind: Wire.Kind, _ name: String) -> Wire.Registration? {
+        state.withLock { state in
+            switch kind {
+            case .post: state.bridges[name].map { .bridge($0.name, $0.schema) }
+            case .set: state.replications[name].map { .replication($0) }
             }
         }
     }
@@ -581,7 +583,7 @@ extension Relay {
     package func message(
         posting name: NotificationHub.Name, userInfo: [String: any Sendable], sequence: UInt64
     ) throws(RelayError) -> String {
-        Wire.numbered(try encodePost(name, userInfo), sequence: sequence)
+        Wire.message(prefix: wirePrefix, sequence: sequence, body: try encodePost(name, userInfo))
     }
 
     /// Whether `payload` decodes as a message (nothing else is done with it).
