@@ -232,3 +232,93 @@ final class PublishProbe: Sendable {
         return (raw, transport)
     }
 }
+
+// MARK: Counting statements
+
+/// Statements published and the messages in them.
+final class StatementCounts: Sendable {
+    private struct State {
+        var statements = 0
+        var messages = 0
+        /// Messages in completed statements, since the start.
+        var completed = 0
+        var waiter: (messages: Int, continuation: CheckedContinuation<Void, Never>)?
+    }
+
+    private let state = Mutex(State())
+
+    func started(_ messages: Int) {
+        state.withLock {
+            $0.statements += 1
+            $0.messages += messages
+        }
+    }
+
+    func completed(_ messages: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.completed += messages
+            guard let waiter = state.waiter, state.completed >= waiter.messages else { return nil }
+            state.waiter = nil
+            return waiter.continuation
+        }
+        waiter?.resume()
+    }
+
+    /// Returns once statements of `messages` messages in all have completed.
+    func waitUntilCompleted(_ messages: Int) async {
+        await withCheckedContinuation { continuation in
+            let done = state.withLock { state in
+                if state.completed >= messages { return true }
+                state.waiter = (messages, continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// Starts counting statements and messages (for ``meanBatch``) again.
+    func reset() {
+        state.withLock {
+            $0.statements = 0
+            $0.messages = 0
+        }
+    }
+
+    /// Messages per statement since the last reset.
+    var meanBatch: Double {
+        state.withLock { Double($0.messages) / Double(max($0.statements, 1)) }
+    }
+}
+
+/// A transport that counts its publisher's statements and their messages:
+/// how the relay batches in a burst (so that raw is also measured at that
+/// size), and when its statements have completed.
+struct CountingTransport: RelayTransport {
+    let base: any RelayTransport
+    let counts: StatementCounts
+
+    var maximumPayloadBytes: Int { base.maximumPayloadBytes }
+
+    func run(
+        channel: RelayChannel, logger: Logger,
+        connected: @escaping @Sendable (any RelayPublisher) -> Void,
+        receive: @escaping @Sendable (String) -> Void
+    ) async throws {
+        try await base.run(
+            channel: channel, logger: logger,
+            connected: { connected(CountingPublisher(base: $0, counts: counts)) }, receive: receive)
+    }
+}
+
+struct CountingPublisher: RelayPublisher {
+    let base: any RelayPublisher
+    let counts: StatementCounts
+
+    func publish(_ messages: [String], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        counts.started(messages.count)
+        base.publish(messages) { result in
+            if case .success = result { counts.completed(messages.count) }
+            completion(result)
+        }
+    }
+}

@@ -89,6 +89,16 @@ protocol Contender: Sendable {
     var receipts: Receipts { get }
     func send(sentAt: UInt64) async throws
     func sendBurst(_ count: Int) async throws
+    /// Returns once every statement sent so far has completed. Raw sending
+    /// waits for its statements; the relay returns from a post at once and
+    /// sends one statement at a time, so a closed loop waits here too: else
+    /// each relay message would wait behind the previous one's statement,
+    /// which raw's loop never counts.
+    func settle() async
+}
+
+extension Contender {
+    func settle() async {}
 }
 
 // MARK: Raw PostgresNIO
@@ -98,18 +108,19 @@ final class Raw: Contender {
     let receipts = Receipts()
     let sender: PostgresConnection
     let channel: String
-    let batched: Bool
+    /// Messages per statement in a burst (1: the plain `pg_notify` of `send`).
+    let batchSize: Atomic<Int>
     let setup: Setup
     private let listening: [Task<Void, any Error>]
 
     /// - Parameter senderListens: The sending connection listens on the
     ///   channel too, as each relay instance's single connection does (the
     ///   server then delivers every message to both connections).
-    init(name: String, channel: String, batched: Bool, senderListens: Bool = false, setup: Setup) async throws {
+    init(name: String, channel: String, batchSize: Int, senderListens: Bool = false, setup: Setup) async throws {
         self.setup = setup
         self.name = name
         self.channel = channel
-        self.batched = batched
+        self.batchSize = Atomic(batchSize)
         sender = try await PostgresConnection.connect(configuration: setup.connection, id: 1, logger: setup.logger)
         let listener = try await PostgresConnection.connect(
             configuration: setup.connection, id: 2, logger: setup.logger)
@@ -150,13 +161,14 @@ final class Raw: Contender {
     }
 
     func sendBurst(_ count: Int) async throws {
-        if !batched {
+        let batchSize = batchSize.load(ordering: .relaxed)
+        if batchSize == 1 {
             for _ in 0..<count { try await send(sentAt: nanoseconds()) }
             return
         }
         var remaining = count
         while remaining > 0 {
-            let batch = (0..<min(256, remaining)).map { _ in payload(nanoseconds()) }
+            let batch = (0..<min(batchSize, remaining)).map { _ in payload(nanoseconds()) }
             let rows = try await sender.query(
                 "SELECT pg_notify(\(channel), m) FROM unnest(\(batch)::text[]) WITH ORDINALITY AS b(m, i) ORDER BY i",
                 logger: setup.logger)
@@ -175,6 +187,10 @@ extension NotificationHub.Name {
 final class RelayContender: Contender {
     let name = "relay"
     let receipts = Receipts()
+    /// The sender's statements and the messages in them.
+    let statements = StatementCounts()
+    /// Messages posted since the start.
+    let posted = Atomic<Int>(0)
     let sender: Relay
     let receiver: Relay
     let padding: String
@@ -184,7 +200,9 @@ final class RelayContender: Contender {
         let channel = try RelayChannel(channel)
         padding = setup.padding
         sender = Relay(
-            configuration: RelayConfiguration(postgres: setup.connection, channel: channel, logger: setup.logger))
+            configuration: RelayConfiguration(
+                transport: CountingTransport(base: PostgresTransport(configuration: setup.connection), counts: statements),
+                channel: channel, logger: setup.logger))
         receiver = Relay(
             configuration: RelayConfiguration(postgres: setup.connection, channel: channel, logger: setup.logger))
         try sender.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
@@ -200,12 +218,18 @@ final class RelayContender: Contender {
 
     func send(sentAt: UInt64) async throws {
         try sender.post(name: .benchEvent, userInfo: ["t": Int(sentAt), "pad": padding])
+        posted.add(1, ordering: .relaxed)
     }
 
     func sendBurst(_ count: Int) async throws {
         for _ in 0..<count {
             try sender.post(name: .benchEvent, userInfo: ["t": Int(nanoseconds()), "pad": padding])
         }
+        posted.add(count, ordering: .relaxed)
+    }
+
+    func settle() async {
+        await statements.waitUntilCompleted(posted.load(ordering: .relaxed))
     }
 }
 
@@ -218,6 +242,7 @@ func latency(_ contender: some Contender, count: Int) async throws -> Histogram<
     for _ in 0..<count {
         try await contender.send(sentAt: nanoseconds())
         _ = await iterator.next()
+        await contender.settle()
     }
     return contender.receipts.histogram
 }
@@ -229,6 +254,7 @@ func throughput(_ contender: some Contender, count: Int) async throws -> Double 
     let start = nanoseconds()
     try await contender.sendBurst(count)
     for _ in 0..<count { _ = await iterator.next() }
+    await contender.settle()
     let seconds = Double(contender.receipts.lastReceipt - start) / 1e9
     return Double(count) / seconds
 }
@@ -236,10 +262,15 @@ func throughput(_ contender: some Contender, count: Int) async throws -> Double 
 func microseconds(_ nanoseconds: UInt64) -> String { String(format: "%8.1f", Double(nanoseconds) / 1000) }
 
 let suffix = UUID().uuidString.prefix(8).lowercased()
-let raw = try await Raw(name: "raw, one statement per message", channel: "bench_raw_\(suffix)", batched: false, setup: setup)
-let rawBatched = try await Raw(name: "raw, 256 per statement", channel: "bench_rawb_\(suffix)", batched: true, setup: setup)
+let raw = try await Raw(name: "raw, one statement per message", channel: "bench_raw_\(suffix)", batchSize: 1, setup: setup)
+let rawBatched = try await Raw(name: "raw, 256 per statement", channel: "bench_rawb_\(suffix)", batchSize: 256, setup: setup)
+let rawAsRelay = try await Raw(
+    name: "raw, the relay's mean batch per statement", channel: "bench_rawr_\(suffix)", batchSize: 1, setup: setup)
+let rawAsRelayListening = try await Raw(
+    name: "raw, the relay's mean batch, sender also listening", channel: "bench_rawrl_\(suffix)", batchSize: 1,
+    senderListens: true, setup: setup)
 let rawListening = try await Raw(
-    name: "raw, sender also listening", channel: "bench_rawl_\(suffix)", batched: false, senderListens: true,
+    name: "raw, sender also listening", channel: "bench_rawl_\(suffix)", batchSize: 1, senderListens: true,
     setup: setup)
 let relay = try await RelayContender(channel: "bench_relay_\(suffix)", setup: setup)
 let loopback = try await LoopbackContender(setup: setup)
@@ -261,6 +292,7 @@ var statementRaw = rawLatency
 var statementTransport = rawLatency
 var inProcess: [InProcessCosts] = []
 var rates: [String: [Double]] = [:]
+var relayBatches: [Double] = []
 for round in 1...rounds {
     log("round \(round) of \(rounds)")
     rawLatency.add(try await latency(raw, count: latencySamples))
@@ -268,7 +300,14 @@ for round in 1...rounds {
     relayLatency.add(try await latency(relay, count: latencySamples))
     rates[raw.name, default: []].append(try await throughput(raw, count: throughputMessages))
     rates[rawBatched.name, default: []].append(try await throughput(rawBatched, count: throughputMessages))
+    relay.statements.reset()
     rates[relay.name, default: []].append(try await throughput(relay, count: throughputMessages))
+    relayBatches.append(relay.statements.meanBatch)
+    rawAsRelay.batchSize.store(max(1, Int((relayBatches.last!).rounded())), ordering: .relaxed)
+    rates[rawAsRelay.name, default: []].append(try await throughput(rawAsRelay, count: throughputMessages))
+    rawAsRelayListening.batchSize.store(rawAsRelay.batchSize.load(ordering: .relaxed), ordering: .relaxed)
+    rates[rawAsRelayListening.name, default: []].append(
+        try await throughput(rawAsRelayListening, count: throughputMessages))
     loopback.broker.published.reset()
     loopbackLatency.add(try await latency(loopback, count: latencySamples))
     loopbackPublished.add(loopback.broker.published.histogram)
@@ -302,15 +341,15 @@ print(
         format: "relay / raw, sender also listening   %.2fx                %.2fx", ratio(50, rawListeningLatency, relayLatency),
         ratio(99, rawListeningLatency, relayLatency)))
 print("throughput, \(throughputMessages) messages per burst, median of rounds (messages/s)")
-for name in [raw.name, rawBatched.name, relay.name] {
-    print(name.padding(toLength: 34, withPad: " ", startingAt: 0), String(format: "%10.0f", median(rates[name]!)))
+for name in [raw.name, rawBatched.name, rawAsRelay.name, rawAsRelayListening.name, relay.name] {
+    print(name.padding(toLength: 56, withPad: " ", startingAt: 0), String(format: "%10.0f", median(rates[name]!)))
 }
-print(
-    String(
-        format: "relay / raw, one statement per message: %.2fx; relay / raw, 256 per statement: %.2fx",
-        median(rates[relay.name]!) / median(rates[raw.name]!),
-        median(rates[relay.name]!) / median(rates[rawBatched.name]!)))
-
+print(String(format: "relay's mean batch in a burst: %.1f messages per statement (median of rounds)", median(relayBatches)))
+for name in [raw.name, rawBatched.name, rawAsRelay.name, rawAsRelayListening.name] {
+    print(
+        ("relay / " + name).padding(toLength: 64, withPad: " ", startingAt: 0),
+        String(format: "%6.2fx", median(rates[relay.name]!) / median(rates[name]!)))
+}
 func p50(_ histogram: Histogram<UInt64>) -> Double { Double(histogram.valueAtPercentile(50)) }
 func row(_ label: String, _ nanoseconds: Double) {
     print(label.padding(toLength: 58, withPad: " ", startingAt: 0), String(format: "%8.2f", nanoseconds / 1000))
