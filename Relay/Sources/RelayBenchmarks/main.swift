@@ -6,9 +6,10 @@
 // call (relay.post, or the raw pg_notify query) to the receiving side's
 // handler (a hub observer, or the raw notification loop), on one monotonic
 // clock. Throughput: N messages sent as fast as the sender goes; time until
-// the last one is received. Raw and relay alternate, round after round, so
-// drift on a shared machine hits both. Each round also times the relay's
-// steps one by one (Breakdown.swift): where its extra time goes.
+// the last one is received. Raw and relay alternate, every 100 messages for
+// latency and burst by burst for throughput, so drift on a shared machine
+// hits both. Each round also times the relay's steps one by one
+// (Breakdown.swift): where its extra time goes.
 import Foundation
 import Histogram
 import Logging
@@ -22,6 +23,7 @@ let quick = CommandLine.arguments.contains("--quick")
 let rounds = quick ? 1 : 3
 let latencySamples = quick ? 300 : 2000
 let warmUp = quick ? 50 : 200
+let latencyTurn = 100
 let throughputMessages = quick ? 3000 : 20_000
 /// What every message carries besides its send time, alike for raw and relay.
 let padding = String(repeating: "x", count: 64)
@@ -295,9 +297,16 @@ var rates: [String: [Double]] = [:]
 var relayBatches: [Double] = []
 for round in 1...rounds {
     log("round \(round) of \(rounds)")
-    rawLatency.add(try await latency(raw, count: latencySamples))
-    rawListeningLatency.add(try await latency(rawListening, count: latencySamples))
-    relayLatency.add(try await latency(relay, count: latencySamples))
+    // Latency in turns of `latencyTurn` messages each, so that load from
+    // elsewhere on a shared machine falls on every contender alike.
+    for _ in 0..<latencySamples / latencyTurn {
+        rawLatency.add(try await latency(raw, count: latencyTurn))
+        rawListeningLatency.add(try await latency(rawListening, count: latencyTurn))
+        relayLatency.add(try await latency(relay, count: latencyTurn))
+        loopback.broker.published.reset()
+        loopbackLatency.add(try await latency(loopback, count: latencyTurn))
+        loopbackPublished.add(loopback.broker.published.histogram)
+    }
     rates[raw.name, default: []].append(try await throughput(raw, count: throughputMessages))
     rates[rawBatched.name, default: []].append(try await throughput(rawBatched, count: throughputMessages))
     relay.statements.reset()
@@ -308,9 +317,6 @@ for round in 1...rounds {
     rawAsRelayListening.batchSize.store(rawAsRelay.batchSize.load(ordering: .relaxed), ordering: .relaxed)
     rates[rawAsRelayListening.name, default: []].append(
         try await throughput(rawAsRelayListening, count: throughputMessages))
-    loopback.broker.published.reset()
-    loopbackLatency.add(try await latency(loopback, count: latencySamples))
-    loopbackPublished.add(loopback.broker.published.histogram)
     rates[loopback.name, default: []].append(try await throughput(loopback, count: throughputMessages))
     let statements = try await publishProbe.roundTrips(count: latencySamples)
     statementRaw.add(statements.raw)
