@@ -292,10 +292,13 @@ final class StatementCounts: Sendable {
 
 /// A transport that counts its publisher's statements and their messages:
 /// how the relay batches in a burst (so that raw is also measured at that
-/// size), and when its statements have completed.
+/// size), and when its statements have completed; and that times each
+/// message's receive path where it runs, between the server's messages.
 struct CountingTransport: RelayTransport {
     let base: any RelayTransport
     let counts: StatementCounts
+    /// How long each call of the relay's receive took.
+    let receiving: Receipts
 
     var maximumPayloadBytes: Int { base.maximumPayloadBytes }
 
@@ -306,7 +309,12 @@ struct CountingTransport: RelayTransport {
     ) async throws {
         try await base.run(
             channel: channel, logger: logger,
-            connected: { connected(CountingPublisher(base: $0, counts: counts)) }, receive: receive)
+            connected: { connected(CountingPublisher(base: $0, counts: counts)) },
+            receive: { payload in
+                let start = nanoseconds()
+                receive(payload)
+                receiving.received(sentAt: start)
+            })
     }
 }
 

@@ -191,6 +191,12 @@ final class RelayContender: Contender {
     let receipts = Receipts()
     /// The sender's statements and the messages in them.
     let statements = StatementCounts()
+    /// Where the relay's time goes in the server loop: each post call on the
+    /// sender, each own message skipped on the sender, each message received
+    /// (read, checks, hub post, this benchmark's observer) on the receiver.
+    let posting = Receipts()
+    let skippingOwn = Receipts()
+    let receiving = Receipts()
     /// Messages posted since the start.
     let posted = Atomic<Int>(0)
     let sender: Relay
@@ -203,10 +209,16 @@ final class RelayContender: Contender {
         padding = setup.padding
         sender = Relay(
             configuration: RelayConfiguration(
-                transport: CountingTransport(base: PostgresTransport(configuration: setup.connection), counts: statements),
+                transport: CountingTransport(
+                    base: PostgresTransport(configuration: setup.connection), counts: statements,
+                    receiving: skippingOwn),
                 channel: channel, logger: setup.logger))
         receiver = Relay(
-            configuration: RelayConfiguration(postgres: setup.connection, channel: channel, logger: setup.logger))
+            configuration: RelayConfiguration(
+                transport: CountingTransport(
+                    base: PostgresTransport(configuration: setup.connection), counts: StatementCounts(),
+                    receiving: receiving),
+                channel: channel, logger: setup.logger))
         try sender.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
         try receiver.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
         tasks = [sender, receiver].map { relay in Task { await relay.run() } }
@@ -220,6 +232,7 @@ final class RelayContender: Contender {
 
     func send(sentAt: UInt64) async throws {
         try sender.post(name: .benchEvent, userInfo: ["t": Int(sentAt), "pad": padding])
+        posting.received(sentAt: sentAt)
         posted.add(1, ordering: .relaxed)
     }
 
@@ -290,6 +303,9 @@ var rawListeningLatency = rawLatency
 var relayLatency = rawLatency
 var loopbackLatency = rawLatency
 var loopbackPublished = rawLatency
+var relayPosting = rawLatency
+var relaySkippingOwn = rawLatency
+var relayReceiving = rawLatency
 var statementRaw = rawLatency
 var statementTransport = rawLatency
 var inProcess: [InProcessCosts] = []
@@ -302,7 +318,11 @@ for round in 1...rounds {
     for _ in 0..<latencySamples / latencyTurn {
         rawLatency.add(try await latency(raw, count: latencyTurn))
         rawListeningLatency.add(try await latency(rawListening, count: latencyTurn))
+        for steps in [relay.posting, relay.skippingOwn, relay.receiving] { steps.reset() }
         relayLatency.add(try await latency(relay, count: latencyTurn))
+        relayPosting.add(relay.posting.histogram)
+        relaySkippingOwn.add(relay.skippingOwn.histogram)
+        relayReceiving.add(relay.receiving.histogram)
         loopback.broker.published.reset()
         loopbackLatency.add(try await latency(loopback, count: latencyTurn))
         loopbackPublished.add(loopback.broker.published.histogram)
@@ -358,7 +378,7 @@ for name in [raw.name, rawBatched.name, rawAsRelay.name, rawAsRelayListening.nam
 }
 func p50(_ histogram: Histogram<UInt64>) -> Double { Double(histogram.valueAtPercentile(50)) }
 func row(_ label: String, _ nanoseconds: Double) {
-    print(label.padding(toLength: 58, withPad: " ", startingAt: 0), String(format: "%8.2f", nanoseconds / 1000))
+    print(label.padding(toLength: 66, withPad: " ", startingAt: 0), String(format: "%8.2f", nanoseconds / 1000))
 }
 let inProcessMedians = { (cost: KeyPath<InProcessCosts, Double>) in median(inProcess.map { $0[keyPath: cost] }) }
 print("where the time goes (µs per message; in process: median of rounds; otherwise p50)")
@@ -371,6 +391,10 @@ row("  skip an own message (self-delivery, receiving side)", inProcessMedians(\.
 print("two relays over an in-memory broker, closed loop, \(latencySamples * rounds) messages")
 row("  post -> transport publish (encode, queue, hop)", p50(loopbackPublished))
 row("  post -> other relay's observer (all of the relay)", p50(loopbackLatency))
+print("two relays over the server, in the latency loop above, each step where it runs")
+row("  post on the sender (encode, queue, statement to PostgresNIO)", p50(relayPosting))
+row("  own message skipped on the sender", p50(relaySkippingOwn))
+row("  receive on the receiver (read, checks, hub post, observer)", p50(relayReceiving))
 print("server, one pg_notify statement waited for, \(latencySamples * rounds) each")
 row("  raw query", p50(statementRaw))
 row("  PostgresTransport publish", p50(statementTransport))
