@@ -330,3 +330,83 @@ struct CountingPublisher: RelayPublisher {
         }
     }
 }
+
+// MARK: Raw transport, the relay's work
+
+extension NotificationHub.Name {
+    static let benchRawWork: Self = "relay.bench.rawwork"
+}
+
+/// Raw PostgresNIO with its sender listening, carrying the relay's messages:
+/// the sender encodes each as a relay does, the receiver hands it to a
+/// relay's receive path (read, checks, hub post), and the sender's own copy
+/// to the sending relay's (skipped). Everything of the relay but its sending
+/// machinery (queue, statements, completions) and PostgresTransport.
+final class RawWithRelayWork: Contender {
+    let name = "raw, sender listening, the relay's encoding and receive"
+    let receipts = Receipts()
+    let sender: PostgresConnection
+    let channel: String
+    let setup: Setup
+    let encoding: Relay
+    let sequence = Atomic<UInt64>(0)
+    /// Each message's encoding on the sender, and its receive path on the receiver, where they run.
+    let encodingTimes = Receipts()
+    let receivingTimes = Receipts()
+    private let listening: [Task<Void, any Error>]
+
+    init(suffix: some StringProtocol, setup: Setup) async throws {
+        self.setup = setup
+        let channel = "bench_rawwork_\(suffix)"
+        self.channel = channel
+        let types: [String: any (Codable & Sendable).Type] = ["t": Int.self, "pad": String.self]
+        let encoding = Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
+        let decoding = Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
+        try encoding.bridge(.benchRawWork, userInfoTypes: types)
+        try decoding.bridge(.benchRawWork, userInfoTypes: types)
+        self.encoding = encoding
+        let receipts = receipts
+        try NotificationHub.default.addObserver(receipts, name: .benchRawWork, object: decoding) { receipts, note in
+            receipts.received(sentAt: UInt64(note.userInfo["t"] as? Int ?? 0))
+        }
+        let sender = try await PostgresConnection.connect(configuration: setup.connection, id: 4, logger: setup.logger)
+        self.sender = sender
+        let listener = try await PostgresConnection.connect(
+            configuration: setup.connection, id: 5, logger: setup.logger)
+        let (ready, isReady) = AsyncStream<Void>.makeStream()
+        let receivingTimes = receivingTimes
+        listening = [
+            Task {
+                try await listener.listen(on: channel) { notifications in
+                    isReady.yield()
+                    for try await notification in notifications {
+                        let start = nanoseconds()
+                        decoding.receive(notification.payload)
+                        receivingTimes.received(sentAt: start)
+                    }
+                }
+            },
+            Task {
+                try await sender.listen(on: channel) { notifications in
+                    isReady.yield()
+                    for try await notification in notifications { encoding.receive(notification.payload) }
+                }
+            },
+        ]
+        var readiness = ready.makeAsyncIterator()
+        for _ in listening { _ = await readiness.next() }
+    }
+
+    func send(sentAt: UInt64) async throws {
+        let message = try encoding.message(
+            posting: .benchRawWork, userInfo: ["t": Int(sentAt), "pad": setup.padding],
+            sequence: sequence.add(1, ordering: .relaxed).newValue)
+        encodingTimes.received(sentAt: sentAt)
+        let rows = try await sender.query("SELECT pg_notify(\(channel), \(message))", logger: setup.logger)
+        for try await _ in rows {}
+    }
+
+    func sendBurst(_ count: Int) async throws {
+        for _ in 0..<count { try await send(sentAt: nanoseconds()) }
+    }
+}

@@ -289,6 +289,7 @@ let rawListening = try await Raw(
     setup: setup)
 let relay = try await RelayContender(channel: "bench_relay_\(suffix)", setup: setup)
 let loopback = try await LoopbackContender(setup: setup)
+let rawWithRelayWork = try await RawWithRelayWork(suffix: suffix, setup: setup)
 let publishProbe = try await PublishProbe(suffix: suffix, setup: setup)
 
 log("warming up")
@@ -296,6 +297,7 @@ _ = try await latency(raw, count: warmUp)
 _ = try await latency(rawListening, count: warmUp)
 _ = try await latency(relay, count: warmUp)
 _ = try await latency(loopback, count: warmUp)
+_ = try await latency(rawWithRelayWork, count: warmUp)
 _ = try await publishProbe.roundTrips(count: warmUp)
 
 var rawLatency = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
@@ -303,6 +305,9 @@ var rawListeningLatency = rawLatency
 var relayLatency = rawLatency
 var loopbackLatency = rawLatency
 var loopbackPublished = rawLatency
+var rawWithRelayWorkLatency = rawLatency
+var rawWithRelayWorkEncoding = rawLatency
+var rawWithRelayWorkReceiving = rawLatency
 var relayPosting = rawLatency
 var relaySkippingOwn = rawLatency
 var relayReceiving = rawLatency
@@ -320,6 +325,10 @@ for round in 1...rounds {
         rawListeningLatency.add(try await latency(rawListening, count: latencyTurn))
         for steps in [relay.posting, relay.skippingOwn, relay.receiving] { steps.reset() }
         relayLatency.add(try await latency(relay, count: latencyTurn))
+        for steps in [rawWithRelayWork.encodingTimes, rawWithRelayWork.receivingTimes] { steps.reset() }
+        rawWithRelayWorkLatency.add(try await latency(rawWithRelayWork, count: latencyTurn))
+        rawWithRelayWorkEncoding.add(rawWithRelayWork.encodingTimes.histogram)
+        rawWithRelayWorkReceiving.add(rawWithRelayWork.receivingTimes.histogram)
         relayPosting.add(relay.posting.histogram)
         relaySkippingOwn.add(relay.skippingOwn.histogram)
         relayReceiving.add(relay.receiving.histogram)
@@ -395,6 +404,12 @@ print("two relays over the server, in the latency loop above, each step where it
 row("  post on the sender (encode, queue, statement to PostgresNIO)", p50(relayPosting))
 row("  own message skipped on the sender", p50(relaySkippingOwn))
 row("  receive on the receiver (read, checks, hub post, observer)", p50(relayReceiving))
+print("the relay's work over raw PostgresNIO, latency p50 (turns alongside the table above)")
+row("  raw, sender also listening", p50(rawListeningLatency))
+row("  the same, carrying relay messages into a relay's receive path", p50(rawWithRelayWorkLatency))
+row("    of which: encoding on the sender, where it runs", p50(rawWithRelayWorkEncoding))
+row("    of which: the receive path on the receiver, where it runs", p50(rawWithRelayWorkReceiving))
+row("  relay (adds its queue, statements, PostgresTransport)", p50(relayLatency))
 print("server, one pg_notify statement waited for, \(latencySamples * rounds) each")
 row("  raw query", p50(statementRaw))
 row("  PostgresTransport publish", p50(statementTransport))
