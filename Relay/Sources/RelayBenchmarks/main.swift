@@ -6,8 +6,10 @@
 // call (relay.post, or the raw pg_notify query) to the receiving side's
 // handler (a hub observer, or the raw notification loop), on one monotonic
 // clock. Throughput: N messages sent as fast as the sender goes; time until
-// the last one is received. Raw and relay alternate, round after round, so
-// drift on a shared machine hits both.
+// the last one is received. Raw and relay alternate, every 100 messages for
+// latency and burst by burst for throughput, so drift on a shared machine
+// hits both. Each round also times the relay's steps one by one
+// (Breakdown.swift): where its extra time goes.
 import Foundation
 import Histogram
 import Logging
@@ -21,6 +23,7 @@ let quick = CommandLine.arguments.contains("--quick")
 let rounds = quick ? 1 : 3
 let latencySamples = quick ? 300 : 2000
 let warmUp = quick ? 50 : 200
+let latencyTurn = 100
 let throughputMessages = quick ? 3000 : 20_000
 /// What every message carries besides its send time, alike for raw and relay.
 let padding = String(repeating: "x", count: 64)
@@ -88,6 +91,16 @@ protocol Contender: Sendable {
     var receipts: Receipts { get }
     func send(sentAt: UInt64) async throws
     func sendBurst(_ count: Int) async throws
+    /// Returns once every statement sent so far has completed. Raw sending
+    /// waits for its statements; the relay returns from a post at once and
+    /// sends one statement at a time, so a closed loop waits here too: else
+    /// each relay message would wait behind the previous one's statement,
+    /// which raw's loop never counts.
+    func settle() async
+}
+
+extension Contender {
+    func settle() async {}
 }
 
 // MARK: Raw PostgresNIO
@@ -97,18 +110,19 @@ final class Raw: Contender {
     let receipts = Receipts()
     let sender: PostgresConnection
     let channel: String
-    let batched: Bool
+    /// Messages per statement in a burst (1: the plain `pg_notify` of `send`).
+    let batchSize: Atomic<Int>
     let setup: Setup
     private let listening: [Task<Void, any Error>]
 
     /// - Parameter senderListens: The sending connection listens on the
     ///   channel too, as each relay instance's single connection does (the
     ///   server then delivers every message to both connections).
-    init(name: String, channel: String, batched: Bool, senderListens: Bool = false, setup: Setup) async throws {
+    init(name: String, channel: String, batchSize: Int, senderListens: Bool = false, setup: Setup) async throws {
         self.setup = setup
         self.name = name
         self.channel = channel
-        self.batched = batched
+        self.batchSize = Atomic(batchSize)
         sender = try await PostgresConnection.connect(configuration: setup.connection, id: 1, logger: setup.logger)
         let listener = try await PostgresConnection.connect(
             configuration: setup.connection, id: 2, logger: setup.logger)
@@ -149,13 +163,14 @@ final class Raw: Contender {
     }
 
     func sendBurst(_ count: Int) async throws {
-        if !batched {
+        let batchSize = batchSize.load(ordering: .relaxed)
+        if batchSize == 1 {
             for _ in 0..<count { try await send(sentAt: nanoseconds()) }
             return
         }
         var remaining = count
         while remaining > 0 {
-            let batch = (0..<min(256, remaining)).map { _ in payload(nanoseconds()) }
+            let batch = (0..<min(batchSize, remaining)).map { _ in payload(nanoseconds()) }
             let rows = try await sender.query(
                 "SELECT pg_notify(\(channel), m) FROM unnest(\(batch)::text[]) WITH ORDINALITY AS b(m, i) ORDER BY i",
                 logger: setup.logger)
@@ -174,6 +189,16 @@ extension NotificationHub.Name {
 final class RelayContender: Contender {
     let name = "relay"
     let receipts = Receipts()
+    /// The sender's statements and the messages in them.
+    let statements = StatementCounts()
+    /// Where the relay's time goes in the server loop: each post call on the
+    /// sender, each own message skipped on the sender, each message received
+    /// (read, checks, hub post, this benchmark's observer) on the receiver.
+    let posting = Receipts()
+    let skippingOwn = Receipts()
+    let receiving = Receipts()
+    /// Messages posted since the start.
+    let posted = Atomic<Int>(0)
     let sender: Relay
     let receiver: Relay
     let padding: String
@@ -183,9 +208,17 @@ final class RelayContender: Contender {
         let channel = try RelayChannel(channel)
         padding = setup.padding
         sender = Relay(
-            configuration: RelayConfiguration(postgres: setup.connection, channel: channel, logger: setup.logger))
+            configuration: RelayConfiguration(
+                transport: CountingTransport(
+                    base: PostgresTransport(configuration: setup.connection), counts: statements,
+                    receiving: skippingOwn),
+                channel: channel, logger: setup.logger))
         receiver = Relay(
-            configuration: RelayConfiguration(postgres: setup.connection, channel: channel, logger: setup.logger))
+            configuration: RelayConfiguration(
+                transport: CountingTransport(
+                    base: PostgresTransport(configuration: setup.connection), counts: StatementCounts(),
+                    receiving: receiving),
+                channel: channel, logger: setup.logger))
         try sender.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
         try receiver.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
         tasks = [sender, receiver].map { relay in Task { await relay.run() } }
@@ -199,12 +232,19 @@ final class RelayContender: Contender {
 
     func send(sentAt: UInt64) async throws {
         try sender.post(name: .benchEvent, userInfo: ["t": Int(sentAt), "pad": padding])
+        posting.received(sentAt: sentAt)
+        posted.add(1, ordering: .relaxed)
     }
 
     func sendBurst(_ count: Int) async throws {
         for _ in 0..<count {
             try sender.post(name: .benchEvent, userInfo: ["t": Int(nanoseconds()), "pad": padding])
         }
+        posted.add(count, ordering: .relaxed)
+    }
+
+    func settle() async {
+        await statements.waitUntilCompleted(posted.load(ordering: .relaxed))
     }
 }
 
@@ -217,6 +257,7 @@ func latency(_ contender: some Contender, count: Int) async throws -> Histogram<
     for _ in 0..<count {
         try await contender.send(sentAt: nanoseconds())
         _ = await iterator.next()
+        await contender.settle()
     }
     return contender.receipts.histogram
 }
@@ -228,6 +269,7 @@ func throughput(_ contender: some Contender, count: Int) async throws -> Double 
     let start = nanoseconds()
     try await contender.sendBurst(count)
     for _ in 0..<count { _ = await iterator.next() }
+    await contender.settle()
     let seconds = Double(contender.receipts.lastReceipt - start) / 1e9
     return Double(count) / seconds
 }
@@ -235,30 +277,80 @@ func throughput(_ contender: some Contender, count: Int) async throws -> Double 
 func microseconds(_ nanoseconds: UInt64) -> String { String(format: "%8.1f", Double(nanoseconds) / 1000) }
 
 let suffix = UUID().uuidString.prefix(8).lowercased()
-let raw = try await Raw(name: "raw, one statement per message", channel: "bench_raw_\(suffix)", batched: false, setup: setup)
-let rawBatched = try await Raw(name: "raw, 256 per statement", channel: "bench_rawb_\(suffix)", batched: true, setup: setup)
+let raw = try await Raw(name: "raw, one statement per message", channel: "bench_raw_\(suffix)", batchSize: 1, setup: setup)
+let rawBatched = try await Raw(name: "raw, 256 per statement", channel: "bench_rawb_\(suffix)", batchSize: 256, setup: setup)
+let rawAsRelay = try await Raw(
+    name: "raw, the relay's mean batch per statement", channel: "bench_rawr_\(suffix)", batchSize: 1, setup: setup)
+let rawAsRelayListening = try await Raw(
+    name: "raw, the relay's mean batch, sender also listening", channel: "bench_rawrl_\(suffix)", batchSize: 1,
+    senderListens: true, setup: setup)
 let rawListening = try await Raw(
-    name: "raw, sender also listening", channel: "bench_rawl_\(suffix)", batched: false, senderListens: true,
+    name: "raw, sender also listening", channel: "bench_rawl_\(suffix)", batchSize: 1, senderListens: true,
     setup: setup)
 let relay = try await RelayContender(channel: "bench_relay_\(suffix)", setup: setup)
+let loopback = try await LoopbackContender(setup: setup)
+let rawWithRelayWork = try await RawWithRelayWork(suffix: suffix, setup: setup)
+let publishProbe = try await PublishProbe(suffix: suffix, setup: setup)
 
 log("warming up")
 _ = try await latency(raw, count: warmUp)
 _ = try await latency(rawListening, count: warmUp)
 _ = try await latency(relay, count: warmUp)
+_ = try await latency(loopback, count: warmUp)
+_ = try await latency(rawWithRelayWork, count: warmUp)
+_ = try await publishProbe.roundTrips(count: warmUp)
 
 var rawLatency = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
 var rawListeningLatency = rawLatency
 var relayLatency = rawLatency
+var loopbackLatency = rawLatency
+var loopbackPublished = rawLatency
+var rawWithRelayWorkLatency = rawLatency
+var rawWithRelayWorkEncoding = rawLatency
+var rawWithRelayWorkReceiving = rawLatency
+var relayPosting = rawLatency
+var relaySkippingOwn = rawLatency
+var relayReceiving = rawLatency
+var statementRaw = rawLatency
+var statementTransport = rawLatency
+var inProcess: [InProcessCosts] = []
 var rates: [String: [Double]] = [:]
+var relayBatches: [Double] = []
 for round in 1...rounds {
     log("round \(round) of \(rounds)")
-    rawLatency.add(try await latency(raw, count: latencySamples))
-    rawListeningLatency.add(try await latency(rawListening, count: latencySamples))
-    relayLatency.add(try await latency(relay, count: latencySamples))
+    // Latency in turns of `latencyTurn` messages each, so that load from
+    // elsewhere on a shared machine falls on every contender alike.
+    for _ in 0..<latencySamples / latencyTurn {
+        rawLatency.add(try await latency(raw, count: latencyTurn))
+        rawListeningLatency.add(try await latency(rawListening, count: latencyTurn))
+        for steps in [relay.posting, relay.skippingOwn, relay.receiving] { steps.reset() }
+        relayLatency.add(try await latency(relay, count: latencyTurn))
+        for steps in [rawWithRelayWork.encodingTimes, rawWithRelayWork.receivingTimes] { steps.reset() }
+        rawWithRelayWorkLatency.add(try await latency(rawWithRelayWork, count: latencyTurn))
+        rawWithRelayWorkEncoding.add(rawWithRelayWork.encodingTimes.histogram)
+        rawWithRelayWorkReceiving.add(rawWithRelayWork.receivingTimes.histogram)
+        relayPosting.add(relay.posting.histogram)
+        relaySkippingOwn.add(relay.skippingOwn.histogram)
+        relayReceiving.add(relay.receiving.histogram)
+        loopback.broker.published.reset()
+        loopbackLatency.add(try await latency(loopback, count: latencyTurn))
+        loopbackPublished.add(loopback.broker.published.histogram)
+    }
     rates[raw.name, default: []].append(try await throughput(raw, count: throughputMessages))
     rates[rawBatched.name, default: []].append(try await throughput(rawBatched, count: throughputMessages))
+    relay.statements.reset()
     rates[relay.name, default: []].append(try await throughput(relay, count: throughputMessages))
+    relayBatches.append(relay.statements.meanBatch)
+    rawAsRelay.batchSize.store(max(1, Int((relayBatches.last!).rounded())), ordering: .relaxed)
+    rates[rawAsRelay.name, default: []].append(try await throughput(rawAsRelay, count: throughputMessages))
+    rawAsRelayListening.batchSize.store(rawAsRelay.batchSize.load(ordering: .relaxed), ordering: .relaxed)
+    rates[rawAsRelayListening.name, default: []].append(
+        try await throughput(rawAsRelayListening, count: throughputMessages))
+    rates[loopback.name, default: []].append(try await throughput(loopback, count: throughputMessages))
+    let statements = try await publishProbe.roundTrips(count: latencySamples)
+    statementRaw.add(statements.raw)
+    statementTransport.add(statements.transport)
+    inProcess.append(try measureInProcess(setup: setup, quick: quick))
 }
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
@@ -284,11 +376,46 @@ print(
         format: "relay / raw, sender also listening   %.2fx                %.2fx", ratio(50, rawListeningLatency, relayLatency),
         ratio(99, rawListeningLatency, relayLatency)))
 print("throughput, \(throughputMessages) messages per burst, median of rounds (messages/s)")
-for name in [raw.name, rawBatched.name, relay.name] {
-    print(name.padding(toLength: 34, withPad: " ", startingAt: 0), String(format: "%10.0f", median(rates[name]!)))
+for name in [raw.name, rawBatched.name, rawAsRelay.name, rawAsRelayListening.name, relay.name] {
+    print(name.padding(toLength: 56, withPad: " ", startingAt: 0), String(format: "%10.0f", median(rates[name]!)))
 }
+print(String(format: "relay's mean batch in a burst: %.1f messages per statement (median of rounds)", median(relayBatches)))
+for name in [raw.name, rawBatched.name, rawAsRelay.name, rawAsRelayListening.name] {
+    print(
+        ("relay / " + name).padding(toLength: 64, withPad: " ", startingAt: 0),
+        String(format: "%6.2fx", median(rates[relay.name]!) / median(rates[name]!)))
+}
+func p50(_ histogram: Histogram<UInt64>) -> Double { Double(histogram.valueAtPercentile(50)) }
+func row(_ label: String, _ nanoseconds: Double) {
+    print(label.padding(toLength: 66, withPad: " ", startingAt: 0), String(format: "%8.2f", nanoseconds / 1000))
+}
+let inProcessMedians = { (cost: KeyPath<InProcessCosts, Double>) in median(inProcess.map { $0[keyPath: cost] }) }
+print("where the time goes (µs per message; in process: median of rounds; otherwise p50)")
+print("in process, no server")
+row("  encode a post (JSON, numbered)", inProcessMedians(\.encode))
+row("  decode a message", inProcessMedians(\.decode))
+row("  receive path: decode, checks, hub post", inProcessMedians(\.receive))
+row("  hub post alone, one observer", inProcessMedians(\.hubPost))
+row("  skip an own message (self-delivery, receiving side)", inProcessMedians(\.ownSkip))
+print("two relays over an in-memory broker, closed loop, \(latencySamples * rounds) messages")
+row("  post -> transport publish (encode, queue, hop)", p50(loopbackPublished))
+row("  post -> other relay's observer (all of the relay)", p50(loopbackLatency))
+print("two relays over the server, in the latency loop above, each step where it runs")
+row("  post on the sender (encode, queue, statement to PostgresNIO)", p50(relayPosting))
+row("  own message skipped on the sender", p50(relaySkippingOwn))
+row("  receive on the receiver (read, checks, hub post, observer)", p50(relayReceiving))
+print("the relay's work over raw PostgresNIO, latency p50 (turns alongside the table above)")
+row("  raw, sender also listening", p50(rawListeningLatency))
+row("  the same, carrying relay messages into a relay's receive path", p50(rawWithRelayWorkLatency))
+row("    of which: encoding on the sender, where it runs", p50(rawWithRelayWorkEncoding))
+row("    of which: the receive path on the receiver, where it runs", p50(rawWithRelayWorkReceiving))
+row("  relay (adds its queue, statements, PostgresTransport)", p50(relayLatency))
+print("server, one pg_notify statement waited for, \(latencySamples * rounds) each")
+row("  raw query", p50(statementRaw))
+row("  PostgresTransport publish", p50(statementTransport))
+row("  publishing machinery (difference)", p50(statementTransport) - p50(statementRaw))
+print("self-delivery at the server")
+row("  raw p50 with the sender listening, less without", p50(rawListeningLatency) - p50(rawLatency))
 print(
-    String(
-        format: "relay / raw, one statement per message: %.2fx; relay / raw, 256 per statement: %.2fx",
-        median(rates[relay.name]!) / median(rates[raw.name]!),
-        median(rates[relay.name]!) / median(rates[rawBatched.name]!)))
+    "throughput over the in-memory broker (the relay's own ceiling): "
+        + String(format: "%.0f messages/s", median(rates[loopback.name]!)))

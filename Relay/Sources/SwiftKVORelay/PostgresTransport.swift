@@ -83,47 +83,57 @@ public struct PostgresTransport: RelayTransport {
         }
     }
 
-    private struct Publisher: RelayPublisher {
+    /// Publishes on one connection. PostgresNIO hands a query to the channel
+    /// without a write promise: a query written as the connection closes may
+    /// never be answered. So each completion waits on the statement or on the
+    /// connection's close, whichever comes first (one close callback per
+    /// connection, not per statement), and nothing waits on a closing connection.
+    private final class Publisher: RelayPublisher {
         let connection: PostgresConnection
         let channel: RelayChannel
         let logger: Logger
+        /// Statements not yet answered, by number; nil once the connection closed.
+        private let pending = Mutex<(next: UInt64, completions: [UInt64: Completion]?)>((0, [:]))
 
-        /// Runs the statement, but returns (throwing) as soon as the connection
-        /// closes: a query handed to a connection that is closing may never be
-        /// answered, and the relay must not wait on it to reconnect.
-        func publish(_ messages: [String]) async throws {
-            guard !connection.isClosed else { throw PostgresTransportError.connectionClosed }
-            let outcome = Mutex<CheckedContinuation<Void, any Error>?>(nil)
-            let finish: @Sendable (Result<Void, any Error>) -> Void = { result in
-                outcome.withLock { $0.take() }?.resume(with: result)
-            }
-            try await withCheckedThrowingContinuation { continuation in
-                outcome.withLock { $0 = continuation }
-                Task {
-                    do {
-                        try await run(messages)
-                        finish(.success(()))
-                    } catch {
-                        finish(.failure(error))
-                    }
+        typealias Completion = @Sendable (Result<Void, any Error>) -> Void
+
+        init(connection: PostgresConnection, channel: RelayChannel, logger: Logger) {
+            self.connection = connection
+            self.channel = channel
+            self.logger = logger
+            // Held by the connection until it closes, which it always does (`serve`).
+            connection.closeFuture.whenComplete { _ in
+                let completions = self.pending.withLock { pending in
+                    defer { pending.completions = nil }
+                    return pending.completions ?? [:]
                 }
-                connection.closeFuture.whenComplete { _ in finish(.failure(PostgresTransportError.connectionClosed)) }
+                for completion in completions.values { completion(.failure(PostgresTransportError.connectionClosed)) }
             }
         }
 
-        private func run(_ messages: [String]) async throws {
-            let rows: PostgresRowSequence
-            if messages.count == 1 {
-                rows = try await connection.query(
-                    "SELECT pg_notify(\(channel.name), \(messages[0]))", logger: logger)
-            } else {
-                rows = try await connection.query(
-                    """
-                    SELECT pg_notify(\(channel.name), m) \
-                    FROM unnest(\(messages)::text[]) WITH ORDINALITY AS batch(m, i) ORDER BY i
-                    """, logger: logger)
+        func publish(_ messages: [String], completion: @escaping Completion) {
+            let number: UInt64? = pending.withLock { pending in
+                guard pending.completions != nil else { return nil }
+                pending.next += 1
+                pending.completions?[pending.next] = completion
+                return pending.next
             }
-            for try await _ in rows {}
+            guard let number else { return completion(.failure(PostgresTransportError.connectionClosed)) }
+            statement(messages).whenComplete { result in
+                guard let completion = self.pending.withLock({ $0.completions?.removeValue(forKey: number) }) else { return }
+                completion(result.map { _ in () }.mapError { $0 })
+            }
+        }
+
+        private func statement(_ messages: [String]) -> EventLoopFuture<PostgresQueryMetadata> {
+            let query: PostgresQuery =
+                messages.count == 1
+                ? "SELECT pg_notify(\(channel.name), \(messages[0]))"
+                : """
+                SELECT pg_notify(\(channel.name), m) \
+                FROM unnest(\(messages)::text[]) WITH ORDINALITY AS batch(m, i) ORDER BY i
+                """
+            return connection.query(query, logger: logger) { _ in }
         }
     }
 }

@@ -37,6 +37,11 @@ import Synchronization
 /// therefore written from that task: do not assign it concurrently from
 /// other threads without your own synchronization (as for any `@Observed`
 /// property).
+///
+/// Sending waits for nothing: a post (or a replicated assignment) hands its
+/// message to the transport on the posting thread when no statement is in
+/// flight, and otherwise queues it for the statement that starts when the
+/// one in flight completes (up to 256 messages each).
 public final class Relay: Sendable {
     /// Posted (with the relay as sender) after the relay reconnects, and when
     /// another instance's messages were lost: whatever was sent meanwhile is
@@ -52,10 +57,25 @@ public final class Relay: Sendable {
     public let configuration: RelayConfiguration
 
     private let state = Mutex(State())
+    /// What this relay's messages start with, up to their sequence number:
+    /// one comparison tells an own message coming back from the broker.
+    private let wirePrefix: String
+    /// Decodes every incoming message (its user info holds the name resolver).
+    private let decoder = JSONDecoder()
 
     private struct State {
         var outbox = Deque<String>()
-        var wakeSender: AsyncStream<Void>.Continuation?
+        /// The current connection's publisher, once it is listening.
+        var publisher: (any RelayPublisher)?
+        /// Ends the current connection when a statement fails, so that its
+        /// messages are sent again on the next one.
+        var publishFailed: AsyncStream<any Error>.Continuation?
+        /// Counts connects and disconnects: the completion of a statement
+        /// started on an earlier connection is ignored.
+        var connection: UInt64 = 0
+        /// How many of the outbox's first messages the statement in flight
+        /// carries; 0 when none is in flight.
+        var publishing = 0
         var nextSequence: UInt64 = 1
         var statistics = RelayStatistics()
         var bridges: [String: Bridge] = [:]
@@ -84,6 +104,8 @@ public final class Relay: Sendable {
     /// ``RelayConfiguration/outboxCapacity``).
     public init(configuration: RelayConfiguration) {
         self.configuration = configuration
+        wirePrefix = Wire.prefix(instance: configuration.instanceID)
+        decoder.userInfo[Wire.Resolver.codingKey] = resolver
     }
 
     deinit {
@@ -162,7 +184,7 @@ public final class Relay: Sendable {
     ///   ``RelayError/outboxFull(capacity:)``.
     public func post(name: NotificationHub.Name, userInfo: [String: any Sendable] = [:]) throws(RelayError) {
         guard state.withLock({ $0.bridges[name.rawValue] != nil }) else { throw .notBridged(name.rawValue) }
-        try enqueue(encode(Wire.Post(envelope: header(.post, name.rawValue), userInfo: .init(values: userInfo))))
+        try enqueue(encodePost(name, userInfo))
         var local = userInfo
         local[RelayOrigin.userInfoKey] = RelayOrigin.local
         NotificationHub.default.post(name: name, object: nil, userInfo: local)
@@ -172,8 +194,7 @@ public final class Relay: Sendable {
     private func forward(_ note: HubNotification) {
         guard note.userInfo[RelayOrigin.userInfoKey] == nil else { return }
         do {
-            try enqueue(
-                encode(Wire.Post(envelope: header(.post, note.name.rawValue), userInfo: .init(values: note.userInfo))))
+            try enqueue(encodePost(note.name, note.userInfo))
         } catch {
             state.withLock { $0.statistics.notSent += 1 }
             configuration.logger.warning(
@@ -243,7 +264,7 @@ public final class Relay: Sendable {
             return stamp
         }
         do {
-            try enqueue(encode(Wire.Set(envelope: header(.set, name), stamp: stamp, value: value)))
+            try enqueue(Wire.setBody(name: name, stamp: stamp, value: value))
         } catch {
             state.withLock { $0.statistics.notSent += 1 }
             configuration.logger.warning(
@@ -270,86 +291,96 @@ public final class Relay: Sendable {
 
     // MARK: Sending
 
-    private func header(_ kind: Wire.Kind, _ name: String) -> Wire.Header {
-        Wire.Header(o: configuration.instanceID, t: kind, n: name)
+    private func encodePost(_ name: NotificationHub.Name, _ userInfo: [String: any Sendable]) throws(RelayError) -> String {
+        try Wire.postBody(name: name.rawValue, userInfo: userInfo)
     }
 
-    private func encode(_ message: some Encodable) throws(RelayError) -> String {
-        do {
-            return String(decoding: try Wire.encoder().encode(message), as: UTF8.self)
-        } catch let error as RelayError {
-            throw error
-        } catch {
-            throw .notEncodable(key: "")
-        }
-    }
-
-    /// Numbers `message` and queues it, or throws if it is too large or the
+    /// Numbers `body` and queues it, or throws if it is too large or the
     /// queue is full (then the number is not used: no gap for receivers).
-    private func enqueue(_ message: String) throws(RelayError) {
+    /// If no statement is in flight, starts one from here.
+    private func enqueue(_ body: String) throws(RelayError) {
         let limit = configuration.transport.maximumPayloadBytes
         let capacity = configuration.outboxCapacity
-        let outcome: Result<AsyncStream<Void>.Continuation?, RelayError> = state.withLock { state in
+        let outcome: Result<Statement?, RelayError> = state.withLock { state in
             guard state.outbox.count < capacity else { return .failure(.outboxFull(capacity: capacity)) }
-            let numbered = Wire.numbered(message, sequence: state.nextSequence)
-            let bytes = numbered.utf8.count
+            let message = Wire.message(prefix: wirePrefix, sequence: state.nextSequence, body: body)
+            let bytes = message.utf8.count
             guard bytes <= limit else { return .failure(.payloadTooLarge(bytes: bytes, limit: limit)) }
             state.nextSequence += 1
-            state.outbox.append(numbered)
-            return .success(state.wakeSender)
+            state.outbox.append(message)
+            return .success(Self.nextStatement(&state))
         }
-        try outcome.get()?.yield()
+        if let statement = try outcome.get() { publish(statement) }
     }
 
-    /// Sends the queue through `publisher` whenever woken, oldest first, a
-    /// batch per statement. A batch leaves the queue only once published: after
-    /// a failure it is sent again on the next connection (receivers drop the
-    /// copies that had arrived).
-    private func sendLoop(wakes: AsyncStream<Void>, publisher: PublisherSlot) async throws {
-        for await _ in wakes {
-            guard let publisher = publisher.value.withLock({ $0 }) else { continue }
-            while true {
-                let batch = state.withLock { Array($0.outbox.prefix(Self.batchLimit)) }
-                if batch.isEmpty { break }
-                try await publisher.publish(batch)
-                state.withLock { state in
-                    state.outbox.removeFirst(batch.count)
-                    state.statistics.sent += batch.count
-                }
+    /// The outbox's first messages, on one connection's publisher.
+    private struct Statement {
+        let publisher: any RelayPublisher
+        let messages: [String]
+        let connection: UInt64
+    }
+
+    /// The next statement to publish, if there is a publisher, no statement in
+    /// flight, and something queued: at most ``batchLimit`` of the oldest messages.
+    private static func nextStatement(_ state: inout State) -> Statement? {
+        guard state.publishing == 0, let publisher = state.publisher, !state.outbox.isEmpty else { return nil }
+        let messages = Array(state.outbox.prefix(batchLimit))
+        state.publishing = messages.count
+        return Statement(publisher: publisher, messages: messages, connection: state.connection)
+    }
+
+    /// Publishes `statement`, then the next one when it completes, and so on
+    /// until the outbox is empty. One statement is in flight at a time, so
+    /// messages reach the broker in queue order; no task waits on it, so a
+    /// closing connection holds nothing (its publisher fails the completion).
+    /// Messages leave the queue only once published: after a failure they are
+    /// sent again on the next connection (receivers drop the copies that had arrived).
+    private func publish(_ statement: Statement) {
+        statement.publisher.publish(statement.messages) { result in self.completed(statement, result) }
+    }
+
+    private func completed(_ statement: Statement, _ result: Result<Void, any Error>) {
+        let (next, failed) = state.withLock { state -> (Statement?, AsyncStream<any Error>.Continuation?) in
+            guard state.connection == statement.connection else { return (nil, nil) }
+            state.publishing = 0
+            switch result {
+            case .success:
+                state.outbox.removeFirst(statement.messages.count)
+                state.statistics.sent += statement.messages.count
+                return (Self.nextStatement(&state), nil)
+            case .failure:
+                state.publisher = nil
+                return (nil, state.publishFailed)
             }
         }
+        if let next { publish(next) }
+        if case .failure(let error) = result { failed?.yield(error) }
     }
 
     // MARK: Connection
 
-    /// One connection's publisher, once it is listening.
-    private final class PublisherSlot: Sendable {
-        let value = Mutex<(any RelayPublisher)?>(nil)
-    }
-
     /// Connects, listens, sends and receives until the task is cancelled;
-    /// reconnects after a lost or refused connection, with exponential
-    /// backoff (``RelayConfiguration/initialReconnectDelay`` doubling up to
+    /// reconnects after a lost or refused connection (or a statement that
+    /// failed), with exponential backoff
+    /// (``RelayConfiguration/initialReconnectDelay`` doubling up to
     /// ``RelayConfiguration/maximumReconnectDelay``, with jitter). After each
     /// reconnect it posts ``resynchronize``. Run it once per relay.
     public func run() async {
         let logger = configuration.logger
         var delay = configuration.initialReconnectDelay
         while !Task.isCancelled {
-            let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-            let publisher = PublisherSlot()
+            let (failures, publishFailed) = AsyncStream<any Error>.makeStream()
             do {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         try await self.configuration.transport.run(
                             channel: self.configuration.channel, logger: logger,
-                            connected: { connected in
-                                publisher.value.withLock { $0 = connected }
-                                self.listening(wake: wake)
-                            },
+                            connected: { self.listening(publisher: $0, publishFailed: publishFailed) },
                             receive: { self.receive($0) })
                     }
-                    group.addTask { try await self.sendLoop(wakes: wakes, publisher: publisher) }
+                    group.addTask {
+                        for await error in failures { throw error }
+                    }
                     try await group.next()
                     group.cancelAll()
                 }
@@ -358,11 +389,14 @@ public final class Relay: Sendable {
                     logger.warning("relay connection ended", metadata: ["error": "\(error)"])
                 }
             }
-            wake.finish()
+            publishFailed.finish()
             let wasListening = state.withLock { state in
                 defer {
                     state.isListening = false
-                    state.wakeSender = nil
+                    state.publisher = nil
+                    state.publishFailed = nil
+                    state.publishing = 0
+                    state.connection += 1
                 }
                 if state.isListening { state.statistics.disconnects += 1 }
                 return state.isListening
@@ -378,17 +412,20 @@ public final class Relay: Sendable {
 
     /// The subscription is in place: start sending, release waiters, and
     /// after a gap tell the application to resynchronize.
-    private func listening(wake: AsyncStream<Void>.Continuation) {
-        let (waiters, reconnected) = state.withLock { state in
+    private func listening(publisher: any RelayPublisher, publishFailed: AsyncStream<any Error>.Continuation) {
+        let (waiters, reconnected, statement) = state.withLock { state in
             state.isListening = true
-            state.wakeSender = wake
+            state.connection += 1
+            state.publisher = publisher
+            state.publishFailed = publishFailed
+            state.publishing = 0
             let reconnected = state.hasListened
             state.hasListened = true
             defer { state.waiters.removeAll() }
-            return (Array(state.waiters.values), reconnected)
+            return (Array(state.waiters.values), reconnected, Self.nextStatement(&state))
         }
         configuration.logger.info("relay listening", metadata: ["channel": "\(configuration.channel)"])
-        wake.yield()
+        if let statement { publish(statement) }
         for waiter in waiters { waiter.resume() }
         if reconnected { postResynchronize(["reason": "reconnected"]) }
     }
@@ -444,15 +481,27 @@ public final class Relay: Sendable {
             "relay dropped a message", metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance ?? "?")"])
     }
 
-    /// One message from the broker. Nothing in it is trusted before it decoded.
-    private func receive(_ payload: String) {
-        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
-        let decoder = JSONDecoder()
-        decoder.userInfo[Wire.Resolver.codingKey] = resolver
-        guard let message = try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8)),
+    /// `payload` as a message, or nil if it is not one (malformed).
+    private func decode(_ payload: String) -> Wire.Incoming? {
+        guard
+            let message = Wire.readPost(payload, registration: registration)
+                ?? (try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8))),
             message.envelope.v == Wire.version, !message.envelope.o.isEmpty,
             message.envelope.o.utf8.count <= Wire.maximumInstanceIDBytes
-        else { return drop(.malformed) }
+        else { return nil }
+        return message
+    }
+
+    /// One message from the broker (the transport calls it, one at a time).
+    /// Nothing in it is trusted before it decoded; an own message, which the
+    /// broker delivers back to its sender, is told by its first bytes and
+    /// skipped without decoding.
+    package func receive(_ payload: String) {
+        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
+        if payload.utf8.starts(with: wirePrefix.utf8) {
+            return state.withLock { $0.statistics.ownMessagesSkipped += 1 }
+        }
+        guard let message = decode(payload) else { return drop(.malformed) }
         let instance = message.envelope.o
         if instance == configuration.instanceID {
             state.withLock { $0.statistics.ownMessagesSkipped += 1 }
@@ -493,12 +542,15 @@ public final class Relay: Sendable {
 
     /// Looks names up while a message decodes, so it is decoded once.
     private var resolver: Wire.Resolver {
-        Wire.Resolver { [weak self] kind, name in
-            self?.state.withLock { state in
-                switch kind {
-                case .post: state.bridges[name].map { .bridge($0.name, $0.schema) }
-                case .set: state.replications[name].map { .replication($0) }
-                }
+        Wire.Resolver { [weak self] kind, name in self?.registration(kind, name) }
+    }
+
+    /// What `name` is registered as for messages of `kind`, if anything.
+    private func registration(_ kind: Wire.Kind, _ name: String) -> Wire.Registration? {
+        state.withLock { state in
+            switch kind {
+            case .post: state.bridges[name].map { .bridge($0.name, $0.schema) }
+            case .set: state.replications[name].map { .replication($0) }
             }
         }
     }
@@ -520,5 +572,22 @@ public final class Relay: Sendable {
         guard sequence > last else { return (false, 0) }
         state.heard[instance] = (sequence, state.tick)
         return (true, Int(clamping: sequence - last - 1))
+    }
+}
+
+// MARK: Cost probes
+
+// Each step of a message's way on its own, for RelayBenchmarks' cost breakdown.
+extension Relay {
+    /// The message a post of `name` is sent as, with sequence number `sequence`.
+    package func message(
+        posting name: NotificationHub.Name, userInfo: [String: any Sendable], sequence: UInt64
+    ) throws(RelayError) -> String {
+        Wire.message(prefix: wirePrefix, sequence: sequence, body: try encodePost(name, userInfo))
+    }
+
+    /// Whether `payload` decodes as a message (nothing else is done with it).
+    package func decodes(_ payload: String) -> Bool {
+        decode(payload) != nil
     }
 }

@@ -34,9 +34,21 @@ public protocol RelayTransport: Sendable {
 }
 
 /// Publishes messages on the connection of one ``RelayTransport/run(channel:logger:connected:receive:)``.
+///
+/// A relay has at most one statement in flight per connection, and starts
+/// the next from the completion of the last: from the posting thread when
+/// nothing is in flight, else from the thread `completion` runs on. So
+/// sending costs no task switch of the relay's own.
 public protocol RelayPublisher: Sendable {
-    /// Publishes `messages` in order; returns once the broker has accepted all
-    /// of them (for PostgreSQL: committed). Throws if the connection failed,
-    /// in which case any prefix of them may have been published.
-    func publish(_ messages: [String]) async throws
+    /// Starts publishing `messages`, in order, and returns without waiting.
+    ///
+    /// - Parameters:
+    ///   - messages: The messages, each at most
+    ///     ``RelayTransport/maximumPayloadBytes`` bytes.
+    ///   - completion: Called exactly once, on any thread (possibly before
+    ///     `publish` returns): with success once the broker has accepted all of
+    ///     `messages` (for PostgreSQL: committed); with an error if the
+    ///     connection failed or closed first, in which case any prefix of them
+    ///     may have been published. It must not block.
+    func publish(_ messages: [String], completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
 }

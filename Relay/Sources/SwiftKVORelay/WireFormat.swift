@@ -3,8 +3,8 @@ import SwiftKVO
 
 // The relay's messages, one JSON object per broker message (format version 1):
 //
-//   {"v":1,"o":"<instance>","s":17,"t":"post","n":"orders.placed","u":{"count":3}}
-//   {"v":1,"o":"<instance>","s":18,"t":"set","n":"flags.checkout","c":1732480000000123,"x":true}
+//   {"o":"<instance>","s":17,"v":1,"t":"post","n":"orders.placed","u":{"count":3}}
+//   {"o":"<instance>","s":18,"v":1,"t":"set","n":"flags.checkout","c":1732480000000123,"x":true}
 //
 // v: format version; o: the sending instance; s: its sequence number (1, 2, 3…,
 // per instance, one counter for every message it sends); t: "post" (a hub
@@ -13,7 +13,14 @@ import SwiftKVO
 // body with the types registered for the name: nothing from the wire is
 // trusted before it has decoded as what it claims to be. A message is decoded
 // in one pass: the envelope first, then the body as the name's registration
-// says (looked up while decoding).
+// says (looked up while decoding). Receivers accept the members in any
+// order; senders write them in the order above, so that a relay recognizes
+// its own messages by their first bytes, `{"o":"<instance>","s":`.
+//
+// Sending is on every post's path, so messages are written directly: the
+// envelope always, and user info whose values are all `String`, `Int` or
+// `Bool` (other values go through JSONEncoder). Receiving reads such posts
+// directly too (WireReading.swift) and decodes everything else with JSONDecoder.
 
 enum Wire {
     static let version = 1
@@ -22,7 +29,7 @@ enum Wire {
     /// How deep untyped user info may nest (arrays and objects).
     static let maximumDepth = 32
 
-    enum Kind: String, Codable {
+    enum Kind: String, Decodable {
         case post
         case set
     }
@@ -36,45 +43,117 @@ enum Wire {
         var n: String
     }
 
-    /// The envelope as encoded, without the sequence number: the relay puts
-    /// `"s":N,` in front when it queues the message (so numbers follow queue
-    /// order without encoding under its lock).
-    struct Header: Encodable {
-        var v = Wire.version
-        var o: String
-        var t: Kind
-        var n: String
+    // MARK: Writing
+
+    /// What every message of `instance` starts with, up to its sequence number.
+    static func prefix(instance: String) -> String {
+        var prefix = #"{"o":"#
+        appendQuoted(instance, to: &prefix)
+        prefix += #","s":"#
+        return prefix
     }
 
-    /// Room kept for the sequence number: `"s":` + 20 digits + `,`.
-    static let sequenceReserve = 25
-
-    /// `message` (an encoded object, `{…}`) with sequence number `sequence` first.
-    static func numbered(_ message: String, sequence: UInt64) -> String {
-        "{\"s\":\(sequence)," + message.dropFirst()
+    /// A whole message: `prefix` (``prefix(instance:)``), the sequence number,
+    /// then `body` (``postBody(name:userInfo:)`` or ``setBody(name:stamp:value:)``).
+    static func message(prefix: String, sequence: UInt64, body: String) -> String {
+        prefix + String(sequence) + body
     }
 
-    struct Post: Encodable {
-        var envelope: Header
-        var userInfo: EncodableUserInfo
+    /// A post's members after the sequence number: `,"v":1,"t":"post","n":…,"u":{…}}`.
+    /// The relay's own origin entry stays local.
+    static func postBody(name: String, userInfo: [String: any Sendable]) throws(RelayError) -> String {
+        var body = #","v":1,"t":"post","n":"#
+        appendQuoted(name, to: &body)
+        body += #","u":"#
+        if let direct = directUserInfo(userInfo) {
+            body += direct
+        } else {
+            body += try encoded(EncodableUserInfo(values: userInfo))
+        }
+        body += "}"
+        return body
+    }
 
-        func encode(to encoder: any Encoder) throws {
-            try envelope.encode(to: encoder)
-            var container = encoder.container(keyedBy: DynamicKey.self)
-            try container.encode(userInfo, forKey: DynamicKey("u"))
+    /// A property value's members after the sequence number:
+    /// `,"v":1,"t":"set","n":…,"c":<stamp>,"x":<value>}`.
+    static func setBody<Value: Encodable>(name: String, stamp: UInt64, value: Value) throws(RelayError) -> String {
+        var body = #","v":1,"t":"set","n":"#
+        appendQuoted(name, to: &body)
+        body += #","c":"# + String(stamp) + #","x":"#
+        if let direct = directValue(value) {
+            body += direct
+        } else {
+            // An array is a top-level JSON text whatever the value is: strip its brackets.
+            let array = try encoded([value])
+            body += array.dropFirst().dropLast()
+        }
+        body += "}"
+        return body
+    }
+
+    /// `values` as a JSON object if every value is a `String`, `Int` or `Bool`; nil otherwise.
+    private static func directUserInfo(_ values: [String: any Sendable]) -> String? {
+        var object = "{"
+        for (key, value) in values where key != RelayOrigin.userInfoKey {
+            if object.utf8.count > 1 { object += "," }
+            appendQuoted(key, to: &object)
+            object += ":"
+            guard let direct = directValue(value) else { return nil }
+            object += direct
+        }
+        object += "}"
+        return object
+    }
+
+    /// A `String`, `Int` or `Bool` as JSON; nil for any other value.
+    private static func directValue(_ value: Any) -> String? {
+        switch value {
+        case let string as String:
+            var quoted = ""
+            appendQuoted(string, to: &quoted)
+            return quoted
+        case let int as Int: return String(int)
+        case let bool as Bool: return bool ? "true" : "false"
+        default: return nil
         }
     }
 
-    struct Set<Value: Encodable>: Encodable {
-        var envelope: Header
-        var stamp: UInt64
-        var value: Value
+    /// Appends `string` as a JSON string: quotes, backslashes and control
+    /// characters escaped, everything else as it is (slashes too, as JSONEncoder
+    /// with `.withoutEscapingSlashes` writes them).
+    static func appendQuoted(_ string: String, to output: inout String) {
+        output += "\""
+        guard string.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) else {
+            output += string
+            output += "\""
+            return
+        }
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": output += #"\""#
+            case "\\": output += #"\\"#
+            case "\n": output += #"\n"#
+            case "\r": output += #"\r"#
+            case "\t": output += #"\t"#
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                output += #"\u"# + String(repeating: "0", count: 4 - hex.utf8.count) + hex
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        output += "\""
+    }
 
-        func encode(to encoder: any Encoder) throws {
-            try envelope.encode(to: encoder)
-            var container = encoder.container(keyedBy: DynamicKey.self)
-            try container.encode(stamp, forKey: DynamicKey("c"))
-            try container.encode(value, forKey: DynamicKey("x"))
+    /// `value` through JSONEncoder, as UTF-8 text.
+    private static func encoded(_ value: some Encodable) throws(RelayError) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        do {
+            return String(decoding: try encoder.encode(value), as: UTF8.self)
+        } catch let error as RelayError {
+            throw error
+        } catch {
+            throw .notEncodable(key: "")
         }
     }
 
@@ -104,6 +183,11 @@ enum Wire {
 
         var envelope: Envelope
         var body: Body
+
+        init(envelope: Envelope, body: Body) {
+            self.envelope = envelope
+            self.body = body
+        }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: DynamicKey.self)
@@ -135,12 +219,6 @@ enum Wire {
             }
         }
     }
-
-    static func encoder() -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        return encoder
-    }
 }
 
 struct DynamicKey: CodingKey {
@@ -151,8 +229,8 @@ struct DynamicKey: CodingKey {
     init?(intValue: Int) { nil }
 }
 
-/// A post's user info on its way out: every value must be `Encodable`.
-/// The relay's own origin entry stays local.
+/// A post's user info on its way out through JSONEncoder: every value must
+/// be `Encodable`. The relay's own origin entry stays local.
 struct EncodableUserInfo: Encodable {
     let values: [String: any Sendable]
 

@@ -62,6 +62,11 @@ struct RelayTests {
         #expect(note.userInfo["n"] as? Int == 7)
         #expect(note.userInfo["ratio"] as? Double == 0.5)
         #expect(note.relayOrigin == .remote(instance: a.relay.instanceID))
+        // A statement's completion reaches its sender after its notifications
+        // may have reached the others: wait for it before counting.
+        try await eventually("both relays' statements completed") {
+            a.relay.statistics.sent >= 2 && b.relay.statistics.sent >= 2
+        }
         #expect(a.relay.statistics.sent == 2)
         #expect(b.relay.statistics.sent == 2)
         await a.stop()
@@ -108,6 +113,7 @@ struct RelayTests {
         // had b published the applied value again, a would see it now.
         try b.relay.post(name: .testMarker)
         try await eventually("b's marker at a") { markersAtA.count == 1 }
+        try await eventually("b's statement completed") { b.relay.statistics.sent >= 1 }
         #expect(b.relay.statistics.sent == 1)
         #expect(a.relay.statistics.delivered == 1)  // the marker only
         #expect(flagsA.checkout)
