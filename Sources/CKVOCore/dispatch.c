@@ -28,15 +28,15 @@
 #include "internal.h"
 
 /* Which values a callee may receive, given the change. */
-static ckvo_options_t
+static uint64_t
 values_allowed(const ckvo_change_t *change, bool prior)
 {
-	ckvo_options_t allowed = CKVO_OPTION_NEW | CKVO_OPTION_OLD;
+	uint64_t allowed = CKVO_ENTRY_NEW | CKVO_ENTRY_OLD;
 
 	if (prior || change->kind == CKVO_KIND_REMOVAL)
-		allowed &= ~CKVO_OPTION_NEW;
+		allowed &= ~CKVO_ENTRY_NEW;
 	if (change->kind == CKVO_KIND_INSERTION)
-		allowed &= ~CKVO_OPTION_OLD;
+		allowed &= ~CKVO_ENTRY_OLD;
 	return allowed;
 }
 
@@ -63,7 +63,7 @@ struct snapshot {
 };
 
 /* `view_values` before the first callee: no combination of value options. */
-#define CKVO_VIEW_VALUES_UNSET (~(ckvo_options_t)0)
+#define CKVO_VIEW_VALUES_UNSET (~(uint64_t)0)
 
 /* The state of one delivery loop. */
 struct delivery {
@@ -71,17 +71,15 @@ struct delivery {
 	ckvo_change_t *view;        /* what the current callee receives (apart, so
 	                             * that callees, which get its address, cannot
 	                             * reach the rest: it stays in registers) */
-	ckvo_options_t allowed;     /* values_allowed() */
-	ckvo_options_t view_values; /* the values `view` currently carries */
-	ckvo_options_t required;    /* CKVO_OPTION_PRIOR for a prior dispatch */
+	uint64_t allowed;           /* values_allowed(), CKVO_ENTRY_* bits */
+	uint64_t view_values;       /* the values `view` currently carries */
+	uint64_t required;          /* CKVO_ENTRY_PRIOR for a prior dispatch */
 };
 
 static inline void
 deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry *entry)
 {
-	struct ckvo_observation *obs;
-	ckvo_options_t options = entry->options, values;
-	uint64_t careful;
+	uint64_t careful, observation, options, values;
 
 	/*
 	 * A replaced list is no longer cleared on removal, and readers mark
@@ -92,17 +90,20 @@ deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry
 	 */
 	careful = ck_pr_load_32(&snap->list->stale) | ck_pr_load_64(&snap->slot->deferred);
 	ck_pr_fence_load();
-	obs = ck_pr_load_ptr(&entry->obs);
-	if (obs == NULL)
+	observation = ck_pr_load_64(&entry->observation);
+	if (observation == 0)
 		return; /* removed from the current list */
-	if (CKVO_UNLIKELY(careful != 0) && ck_pr_load_uint(&obs->state) != CKVO_STATE_LIVE)
+	if (CKVO_UNLIKELY(careful != 0) &&
+	    ckvo__tag_state(ck_pr_load_64(&ckvo__entry_observation(observation)->tag)) >=
+	    CKVO_STATE_DEFERRED)
 		return;
+	options = observation & CKVO_ENTRY_BITS;
 	if ((options & d->required) != d->required)
 		return;
 	values = options & d->allowed;
 	if (CKVO_UNLIKELY(values != d->view_values)) {
-		d->view->new_value = (values & CKVO_OPTION_NEW) ? d->change->new_value : NULL;
-		d->view->old_value = (values & CKVO_OPTION_OLD) ? d->change->old_value : NULL;
+		d->view->new_value = (values & CKVO_ENTRY_NEW) ? d->change->new_value : NULL;
+		d->view->old_value = (values & CKVO_ENTRY_OLD) ? d->change->old_value : NULL;
 		d->view_values = values;
 	}
 	entry->callback(d->view, entry->context);
@@ -152,9 +153,19 @@ deliver_list(struct delivery *d, const struct snapshot *snap)
 		deliver(d, snap, &items[i]);
 }
 
+/* The registration sequence number of an entry's observation, cleared or not. */
+static inline uint64_t
+entry_seq(const struct ckvo_entry *entry)
+{
+	uint64_t observation = ck_pr_load_64(&entry->observation);
+
+	return observation == 0 ? 0 : ckvo__entry_observation(observation)->seq;
+}
+
 /*
  * Delivers to the observers of two snapshots, both non-empty, merged by
- * registration sequence (entry sequence numbers never change). Out of line:
+ * registration sequence (an observation's sequence number never changes;
+ * a record is not reused while this dispatch runs). Out of line:
  * a key observed both on one object and on every object is the rare case.
  */
 static __attribute__((noinline)) void
@@ -164,7 +175,7 @@ deliver_merged(struct delivery *d, const struct snapshot *a, const struct snapsh
 	uint32_t i = 0, j = 0;
 
 	while (i < a->count && j < b->count) {
-		if (ea[i].seq < eb[j].seq)
+		if (entry_seq(&ea[i]) < entry_seq(&eb[j]))
 			deliver(d, a, &ea[i++]);
 		else
 			deliver(d, b, &eb[j++]);
@@ -187,7 +198,7 @@ delivery_init(struct delivery *d, ckvo_change_t *view, const ckvo_change_t *chan
 	d->allowed = values_allowed(change, prior);
 	/* No value set yet: the first callee's options decide them. */
 	d->view_values = CKVO_VIEW_VALUES_UNSET;
-	d->required = prior ? CKVO_OPTION_PRIOR : 0;
+	d->required = prior ? CKVO_ENTRY_PRIOR : 0;
 }
 
 /* Inlined into will/did, so `prior` is a constant and a did-change loop tests no option. */
