@@ -24,6 +24,10 @@
  *   options differ from the previous callee's.
  * - Nesting: a per-thread depth counter refuses dispatches deeper than
  *   CKVO_NESTING_LIMIT with CKVO_ELOOP, before anything is delivered.
+ * - Shape: a key without observers of every object (no wildcard slot) is
+ *   dispatched in one inlined frame: a plain setting is validated with three
+ *   compares, and only the object's list is visited. A wildcard slot sends
+ *   the dispatch to an out-of-line path that merges both lists.
  */
 #include "internal.h"
 
@@ -188,17 +192,62 @@ deliver_merged(struct delivery *d, const struct snapshot *a, const struct snapsh
 
 /* Prepares the view callees receive: the change as a prior or post notification. */
 static inline void
-delivery_init(struct delivery *d, ckvo_change_t *view, const ckvo_change_t *change, bool prior)
+delivery_init(struct delivery *d, ckvo_change_t *view, const ckvo_change_t *change, bool prior,
+    uint64_t allowed)
 {
 	d->change = change;
 	*view = *change;
 	view->is_prior = prior;
 	view->is_initial = false;
 	d->view = view;
-	d->allowed = values_allowed(change, prior);
+	d->allowed = allowed;
 	/* No value set yet: the first callee's options decide them. */
 	d->view_values = CKVO_VIEW_VALUES_UNSET;
 	d->required = prior ? CKVO_ENTRY_PRIOR : 0;
+}
+
+/*
+ * A key that also has observers of every object: both lists, merged when
+ * both have entries. Out of line, so that the common shape, one object's
+ * observers, keeps a small frame.
+ */
+static __attribute__((noinline)) void
+dispatch_with_wildcard(ckvo_hub_t *hub, const struct ckvo_keyinfo *info,
+    const ckvo_change_t *change, bool prior, uint64_t allowed, struct ckvo_slot *wildcard_slot)
+{
+	struct snapshot specific, wildcard;
+	struct delivery d;
+	ckvo_change_t view;
+
+	snapshot_take(&wildcard, wildcard_slot);
+	snapshot_take(&specific, NULL);
+	if (change->object != NULL && ck_pr_load_64(&info->object_slots) != 0)
+		snapshot_take(&specific, slot_lookup(hub, info, change->object));
+	if (specific.count == 0 && wildcard.count == 0)
+		return;
+	delivery_init(&d, &view, change, prior, allowed);
+	if (wildcard.count == 0)
+		deliver_list(&d, &specific);
+	else if (specific.count == 0)
+		deliver_list(&d, &wildcard);
+	else
+		deliver_merged(&d, &specific, &wildcard);
+}
+
+/* The observers of (change->object, key) alone: inlined, one frame for the common shape. */
+static inline __attribute__((always_inline)) void
+dispatch_object(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const ckvo_change_t *change,
+    bool prior, uint64_t allowed)
+{
+	struct snapshot specific;
+	struct delivery d;
+	ckvo_change_t view;
+
+	snapshot_take(&specific, slot_lookup(hub, info, change->object));
+	if (specific.count == 0)
+		return;
+	delivery_init(&d, &view, change, prior, allowed);
+	deliver_list(&d, &specific);
 }
 
 /* Inlined into will/did, so `prior` is a constant and a did-change loop tests no option. */
@@ -207,15 +256,22 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 {
 	struct ckvo_thread *thread = &ckvo__thread;
 	struct ckvo_keyinfo *info;
+	struct ckvo_slot *wildcard;
 	ck_epoch_record_t *record;
-	struct snapshot specific, wildcard;
-	struct delivery d;
-	ckvo_change_t view;
+	uint64_t allowed;
 
 	if (CKVO_UNLIKELY(hub == NULL || change == NULL))
 		return CKVO_EINVAL;
 	info = ckvo__key_lookup(hub, change->key);
-	if (CKVO_UNLIKELY(info == NULL || !change_valid(change)))
+	if (CKVO_UNLIKELY(info == NULL))
+		return CKVO_EINVAL;
+	/* A plain setting, the common case, is valid without a closer look. */
+	if (CKVO_LIKELY(change->kind == CKVO_KIND_SETTING && change->indexes == NULL &&
+	    change->index_count == 0))
+		allowed = prior ? CKVO_ENTRY_OLD : CKVO_ENTRY_NEW | CKVO_ENTRY_OLD;
+	else if (change_valid(change))
+		allowed = values_allowed(change, prior);
+	else
 		return CKVO_EINVAL;
 	if (CKVO_UNLIKELY(thread->depth >= CKVO_NESTING_LIMIT))
 		return CKVO_ELOOP;
@@ -227,22 +283,11 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 
 	thread->depth++;
 	ckvo__read_begin(record);
-
-	snapshot_take(&wildcard, ck_pr_load_ptr(&info->wildcard));
-	snapshot_take(&specific, NULL);
-	if (change->object != NULL && ck_pr_load_64(&info->object_slots) != 0)
-		snapshot_take(&specific, slot_lookup(hub, info, change->object));
-
-	if (specific.count != 0 || wildcard.count != 0) {
-		delivery_init(&d, &view, change, prior);
-		if (wildcard.count == 0)
-			deliver_list(&d, &specific);
-		else if (specific.count == 0)
-			deliver_list(&d, &wildcard);
-		else
-			deliver_merged(&d, &specific, &wildcard);
-	}
-
+	wildcard = ck_pr_load_ptr(&info->wildcard);
+	if (CKVO_UNLIKELY(wildcard != NULL))
+		dispatch_with_wildcard(hub, info, change, prior, allowed, wildcard);
+	else if (change->object != NULL)
+		dispatch_object(hub, info, change, prior, allowed);
 	ckvo__read_end(record);
 	thread->depth--;
 	return CKVO_OK;
@@ -259,7 +304,6 @@ ckvo_did_change(ckvo_hub_t *hub, const ckvo_change_t *change)
 {
 	return dispatch(hub, change, false);
 }
-
 bool
 ckvo_has_observers(ckvo_hub_t *hub, const void *object, ckvo_key_t key)
 {
