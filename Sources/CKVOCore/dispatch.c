@@ -135,16 +135,13 @@ static inline struct ckvo_slot *
 slot_lookup(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const void *object)
 {
 	struct ckvo_slot *hint = ck_pr_load_ptr(&info->hint);
-	struct ckvo_slot_id id;
 
 	if (hint != NULL) {
 		CKVO_TSAN_ACQUIRE(hint);
 		if (hint->id.object == object)
 			return hint;
 	}
-	id.object = object;
-	id.key = info->id;
-	return ck_hs_get(&hub->slots, ckvo__slot_hash(&hub->slots, object, info->id), &id);
+	return ckvo__slotmap_get(&hub->slots, object, info->id);
 }
 
 /* Delivers to the observers of one snapshot, in order. */

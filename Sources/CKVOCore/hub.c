@@ -101,10 +101,12 @@ registry_remove(struct ckvo_hub *hub)
 static void
 tables_destroy(struct ckvo_hub *hub, int initialized)
 {
-	ck_hs_t *tables[] = { &hub->slots, &hub->names, &hub->owners, &hub->objects };
+	ck_hs_t *tables[] = { &hub->names, &hub->owners, &hub->objects };
 
-	for (int i = 0; i < initialized; i++)
-		ck_hs_destroy(tables[i]);
+	if (initialized > 0)
+		ckvo__slotmap_destroy(&hub->slots);
+	for (int i = 1; i < initialized; i++)
+		ck_hs_destroy(tables[i - 1]);
 }
 
 ckvo_hub_t *
@@ -128,7 +130,7 @@ ckvo_hub_create(void)
 	ck_stack_init(&hub->deferred);
 	hub->poll_at = CKVO_RECLAIM_BATCH;
 
-	if (ckvo__slots_init(&hub->slots))
+	if (ckvo__slotmap_init(&hub->slots))
 		initialized++;
 	if (initialized == 1 && ckvo__names_init(&hub->names))
 		initialized++;

@@ -8,8 +8,9 @@
  * observation records themselves live in the token pages, at the index
  * their token names. Observations of a key on
  * every object (object == NULL) live in the key's own wildcard slot. Readers
- * (dispatch) find a slot lock-free: the (object, key) → slot map is a ck_hs
- * read under a ck_epoch section; the wildcard slot hangs off the key.
+ * (dispatch) find a slot lock-free: the (object, key) → slot map
+ * (slotmap.c) is read under a ck_epoch section; the wildcard slot hangs off
+ * the key.
  *
  * Writers (observe, unobserve, interning) serialize on hub->lock and never
  * block readers. Everything a reader can reach is retired through reclaim.c
@@ -19,7 +20,7 @@
  * (ckvo_key_find), under an epoch section.
  *
  * Ownership of memory that readers reach:
- *   hub->slots (ck_hs)   → struct ckvo_slot      (retired when its last
+ *   hub->slots (slotmap.c) → struct ckvo_slot    (retired when its last
  *                                                 observation goes)
  *   slot->list           → struct ckvo_list      (retired when replaced)
  *   list->items[i]       → struct ckvo_observation (in a token page; retired
@@ -185,7 +186,7 @@ struct ckvo_slot_id {
 
 /* The observers of one (object, key); object == NULL is a key's wildcard slot. */
 struct ckvo_slot {
-	struct ckvo_slot_id id; /* first, so a slot is its own map key; never changes while stored */
+	struct ckvo_slot_id id; /* never changes while in the map */
 	struct ckvo_list *list; /* published (atomic) */
 	uint64_t deferred;  /* observations marked DEFERRED, not yet unlinked (atomic) */
 
@@ -195,6 +196,23 @@ struct ckvo_slot {
 	struct ckvo_object_group *group;
 	struct ckvo_slot *group_prev, *group_next;
 	ck_epoch_entry_t retire;
+};
+
+/* ---------------------------------------------------------------- slotmap */
+
+/* A removed slot's bucket: probes go on past it. */
+#define CKVO_SLOTMAP_TOMBSTONE ((struct ckvo_slot *)(uintptr_t)1)
+
+struct ckvo_slotmap_table {
+	ck_epoch_entry_t retire;
+	uint32_t mask; /* capacity - 1; capacity is a power of two */
+	struct ckvo_slot *buckets[]; /* NULL, a tombstone or a slot (atomic) */
+};
+
+/* The (object, key) → slot map (slotmap.c). */
+struct ckvo_slotmap {
+	struct ckvo_slotmap_table *table; /* published (atomic), never NULL */
+	uint32_t count, tombstones;       /* writer-only */
 };
 
 /* -------------------------------------------------------------------- key */
@@ -314,7 +332,7 @@ struct ckvo_ready {
 struct ckvo_hub {
 	pthread_mutex_t lock;         /* serializes writers */
 
-	ck_hs_t slots;                /* (object, key) → slot; read lock-free */
+	struct ckvo_slotmap slots;    /* (object, key) → slot; read lock-free */
 	struct ckvo_key_array *keys;  /* published (atomic) */
 	uint32_t key_count;           /* published (atomic) */
 	struct ckvo_tokens tokens;
@@ -463,7 +481,6 @@ ckvo__read_end(ck_epoch_record_t *record)
 /* table.c: ck_hs plumbing */
 extern struct ck_malloc ckvo__hs_allocator;
 unsigned long ckvo__hash_pointer(const void *pointer, uint64_t extra);
-bool ckvo__slots_init(ck_hs_t *hs);
 bool ckvo__names_init(ck_hs_t *hs);
 bool ckvo__groups_init(ck_hs_t *hs);
 unsigned long ckvo__name_hash(const ck_hs_t *hs, const char *name, size_t length);
@@ -510,20 +527,42 @@ void ckvo__reclaimer_after_fork_child(struct ckvo_hub *hub);
 
 /* The hash of (object, key): one multiply-mix, it is on the dispatch path. */
 static inline unsigned long
-ckvo__slot_id_hash(const void *object, ckvo_key_t key, unsigned long seed)
+ckvo__slot_id_hash(const void *object, ckvo_key_t key)
 {
-	uint64_t x = (uint64_t)(uintptr_t)object ^ ((uint64_t)key * 0x9e3779b97f4a7c15ULL) ^ seed;
+	uint64_t x = (uint64_t)(uintptr_t)object ^ ((uint64_t)key * 0x9e3779b97f4a7c15ULL);
 
 	x ^= x >> 32;
 	x *= 0xd6e8feb86659fd93ULL;
 	return (unsigned long)(x ^ (x >> 32));
 }
 
-/* The hash of (object, key) in the map `hs` (hub->slots). */
-static inline unsigned long
-ckvo__slot_hash(const ck_hs_t *hs, const void *object, ckvo_key_t key)
+/* slotmap.c */
+bool ckvo__slotmap_init(struct ckvo_slotmap *map);
+void ckvo__slotmap_destroy(struct ckvo_slotmap *map);
+bool ckvo__slotmap_put(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_slot *slot);
+void ckvo__slotmap_remove(struct ckvo_slotmap *map, struct ckvo_slot *slot);
+
+/* The slot of (object, key), or NULL: lock-free, inside a read section or under the lock. */
+static inline struct ckvo_slot *
+ckvo__slotmap_get(struct ckvo_slotmap *map, const void *object, ckvo_key_t key)
 {
-	return ckvo__slot_id_hash(object, key, hs->seed);
+	struct ckvo_slotmap_table *table = ck_pr_load_ptr(&map->table);
+	uint32_t i = (uint32_t)ckvo__slot_id_hash(object, key);
+
+	/* Pairs with the release that published the table (its buckets written before). */
+	CKVO_TSAN_ACQUIRE(table);
+	for (;; i++) {
+		struct ckvo_slot *slot = ck_pr_load_ptr(&table->buckets[i & table->mask]);
+
+		if (slot == NULL)
+			return NULL;
+		if (slot == CKVO_SLOTMAP_TOMBSTONE)
+			continue;
+		/* Published by slot_publish (observe.c). */
+		CKVO_TSAN_ACQUIRE(slot);
+		if (slot->id.object == object && slot->id.key == key)
+			return slot;
+	}
 }
 
 /* key.c */

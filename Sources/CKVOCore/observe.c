@@ -129,13 +129,11 @@ object_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_object_group *group
 static struct ckvo_slot *
 slot_find(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const void *object)
 {
-	struct ckvo_slot_id id = { .object = object, .key = info->id };
-
 	if (object == NULL)
 		return info->wildcard;
 	if (info->hint != NULL && info->hint->id.object == object)
 		return info->hint;
-	return ck_hs_get(&hub->slots, ckvo__slot_hash(&hub->slots, object, info->id), &id);
+	return ckvo__slotmap_get(&hub->slots, object, info->id);
 }
 
 /* A new, empty, unpublished slot with a list holding room for one observer. */
@@ -175,7 +173,7 @@ slot_publish(struct ckvo_hub *hub, struct ckvo_slot *slot)
 	group = object_group_get(hub, slot->id.object, true);
 	if (group == NULL)
 		return false;
-	if (!ck_hs_put(&hub->slots, ckvo__slot_hash(&hub->slots, slot->id.object, slot->id.key), slot)) {
+	if (!ckvo__slotmap_put(hub, &hub->slots, slot)) {
 		object_group_drop_if_empty(hub, group);
 		return false;
 	}
@@ -202,8 +200,7 @@ slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
 
 		if (ck_pr_load_ptr(&info->hint) == slot)
 			ck_pr_store_ptr(&info->hint, NULL);
-		(void)ck_hs_remove(&hub->slots,
-		    ckvo__slot_hash(&hub->slots, slot->id.object, slot->id.key), slot);
+		ckvo__slotmap_remove(&hub->slots, slot);
 		ckvo__writer_add(&info->object_slots, -1);
 		if (slot->group_prev != NULL)
 			slot->group_prev->group_next = slot->group_next;

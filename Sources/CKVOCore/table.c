@@ -81,37 +81,6 @@ ckvo__hash_pointer(const void *pointer, uint64_t extra)
 	return (unsigned long)mix64((uint64_t)(uintptr_t)pointer ^ mix64(extra));
 }
 
-/* -------------------------------------------------------- (object, key) */
-
-/*
- * Stored objects are slots; probes are slots or bare ids. A slot starts with
- * its id, so both are read as a struct ckvo_slot_id.
- */
-static unsigned long
-slot_hash(const void *object, unsigned long seed)
-{
-	const struct ckvo_slot_id *id = object;
-
-	return ckvo__slot_id_hash(id->object, id->key, seed);
-}
-
-static bool
-slot_equal(const void *stored, const void *probe)
-{
-	const struct ckvo_slot_id *a = stored, *b = probe;
-
-	/* Readers compare against any slot on the probe path, published by slot_publish. */
-	CKVO_TSAN_ACQUIRE(stored);
-	return a->object == b->object && a->key == b->key;
-}
-
-bool
-ckvo__slots_init(ck_hs_t *hs)
-{
-	return ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, slot_hash, slot_equal,
-	    &ckvo__hs_allocator, 64, 0x9e3779b97f4a7c15ULL);
-}
-
 /* ------------------------------------------------------------ key names */
 
 /*
