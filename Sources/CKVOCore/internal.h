@@ -464,7 +464,8 @@ ckvo__read_begin(ck_epoch_record_t *record)
 	if (record->active == 0) {
 		ck_pr_store_uint(&record->active, 1);
 		ck_pr_barrier();
-		ck_pr_store_uint(&record->epoch, ck_pr_load_uint(&record->global->epoch));
+		/* Every reader record belongs to ckvo__epoch: one load, not two. */
+		ck_pr_store_uint(&record->epoch, ck_pr_load_uint(&ckvo__epoch.epoch));
 	} else {
 		ck_pr_store_uint(&record->active, record->active + 1);
 	}
