@@ -104,6 +104,7 @@ ckvo__tag_make(uint32_t generation, ckvo_options_t options, unsigned int state)
 }
 
 struct ckvo_slot;
+struct ckvo_owner_group;
 
 /*
  * One observation. Records live in the token pages (token.c), at the index
@@ -116,7 +117,7 @@ struct ckvo_observation {
 	struct ckvo_slot *slot;      /* set before the observation is live, then fixed */
 	void *context;
 	ckvo_release_t release;
-	const void *owner;           /* NULL: in no owner group */
+	struct ckvo_owner_group *owner_group; /* NULL: registered without an owner */
 	uint64_t seq;                /* hub-wide registration order */
 	/*
 	 * On hub->deferred while DEFERRED, then on a retired chain, then on

@@ -22,8 +22,10 @@
  *   pointer store; the old list is retired. Each copy is paid for by the
  *   appends or removals since the previous one: amortized O(1) per operation,
  *   so a million observers on one key register in linear time. A new slot's
- *   list holds one entry, and a full list grows by half: most slots have
- *   one observer, and a long list carries less unused room.
+ *   list holds one entry, and a full list that only grew gets room for half
+ *   as many again: most slots have one observer, and a long list carries
+ *   less unused room. A full list holding cleared entries (observers come
+ *   and go) gets room for as many again, so churn copies it half as often.
  */
 #include <stdlib.h>
 
@@ -108,7 +110,8 @@ ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_obse
 	uint32_t count;
 
 	if (list == NULL || list->count == list->capacity) {
-		uint64_t wanted = (uint64_t)slot->live + slot->live / 2 + 2;
+		uint64_t room = slot->dead != 0 ? slot->live : slot->live / 2;
+		uint64_t wanted = (uint64_t)slot->live + room + 2;
 
 		if (wanted > UINT32_MAX)
 			return false;

@@ -22,6 +22,10 @@
  *   that moved the state away from LIVE (the writer's exchange to REMOVED or
  *   the reader's compare-and-swap to DEFERRED), not a writer that merely saw
  *   LIVE before a reader deferred it.
+ * - An observation's state lives in its record's tag with its generation
+ *   and options (internal.h). Only writers change the tag, except a reader's
+ *   compare-and-swap from LIVE to DEFERRED, which names the generation it
+ *   found, so it can never touch the record's next use (token.c).
  * - Registration keys (key->observations) are raised before an observation
  *   is published and lowered after it is unlinked, so ckvo_has_observers is
  *   never false while it can be called.
@@ -87,7 +91,7 @@ owner_group_reserve(struct ckvo_owner_group *group)
 static void
 owner_group_leave(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
-	struct ckvo_owner_group *group = owner_group_get(hub, obs->owner, false);
+	struct ckvo_owner_group *group = obs->owner_group;
 	struct ckvo_observation *last = group->members[--group->count];
 
 	group->members[obs->owner_index] = last;
@@ -263,7 +267,7 @@ observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
 
 	if (observation_indexed(options))
 		ckvo__identity_remove(hub, obs);
-	if (obs->owner != NULL)
+	if (obs->owner_group != NULL)
 		owner_group_leave(hub, obs);
 
 	ckvo__list_remove(hub, slot, obs);
@@ -393,7 +397,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckv
 	ck_pr_store_64(&obs->tag, tag);
 	obs->context = identity->context;
 	obs->release = release;
-	obs->owner = identity->owner;
+	obs->owner_group = NULL;
 	obs->seq = ++hub->next_seq;
 	obs->identity = identity->hash;
 
@@ -429,6 +433,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckv
 	if (indexed)
 		ckvo__identity_insert(hub, obs);
 	if (group != NULL) {
+		obs->owner_group = group;
 		obs->owner_index = group->count;
 		group->members[group->count++] = obs;
 	}

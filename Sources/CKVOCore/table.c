@@ -167,8 +167,9 @@ static bool
 identity_equal(const struct ckvo_observation *obs, const struct ckvo_identity *identity)
 {
 	const struct ckvo_slot *slot = obs->slot;
+	const void *owner = obs->owner_group == NULL ? NULL : obs->owner_group->owner;
 
-	return obs->identity == identity->hash && obs->owner == identity->owner &&
+	return obs->identity == identity->hash && owner == identity->owner &&
 	    obs->context == identity->context && slot->id.object == identity->object &&
 	    slot->id.key == identity->key &&
 	    slot->list->items[obs->index].callback == identity->callback;
