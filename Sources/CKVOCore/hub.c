@@ -101,11 +101,12 @@ registry_remove(struct ckvo_hub *hub)
 static void
 tables_destroy(struct ckvo_hub *hub, int initialized)
 {
-	ck_hs_t *tables[] = { &hub->slots, &hub->names, &hub->identities, &hub->owners,
-		&hub->objects };
+	ck_hs_t *tables[] = { &hub->names, &hub->owners, &hub->objects };
 
-	for (int i = 0; i < initialized; i++)
-		ck_hs_destroy(tables[i]);
+	if (initialized > 0)
+		ckvo__slotmap_destroy(&hub->slots);
+	for (int i = 1; i < initialized; i++)
+		ck_hs_destroy(tables[i - 1]);
 }
 
 ckvo_hub_t *
@@ -127,20 +128,17 @@ ckvo_hub_create(void)
 		return NULL;
 	}
 	ck_stack_init(&hub->deferred);
-	ck_stack_init(&hub->spares);
 	hub->poll_at = CKVO_RECLAIM_BATCH;
 
-	if (ckvo__slots_init(&hub->slots))
+	if (ckvo__slotmap_init(&hub->slots))
 		initialized++;
 	if (initialized == 1 && ckvo__names_init(&hub->names))
 		initialized++;
-	if (initialized == 2 && ckvo__identities_init(&hub->identities))
+	if (initialized == 2 && ckvo__groups_init(&hub->owners))
 		initialized++;
-	if (initialized == 3 && ckvo__groups_init(&hub->owners))
+	if (initialized == 3 && ckvo__groups_init(&hub->objects))
 		initialized++;
-	if (initialized == 4 && ckvo__groups_init(&hub->objects))
-		initialized++;
-	if (initialized != 5) {
+	if (initialized != 4) {
 		tables_destroy(hub, initialized);
 		(void)pthread_cond_destroy(&hub->wake);
 		(void)pthread_mutex_destroy(&hub->lock);
@@ -204,8 +202,8 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 		(void)pthread_mutex_unlock(&hub->lock);
 	} while (busy);
 
-	tables_destroy(hub, 5);
-	ckvo__spares_destroy(hub);
+	tables_destroy(hub, 4);
+	ckvo__identities_destroy(hub);
 	ckvo__keys_destroy(hub);
 	ckvo__tokens_destroy(hub);
 	(void)pthread_cond_destroy(&hub->wake);

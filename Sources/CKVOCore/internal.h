@@ -4,10 +4,13 @@
  * The shape of a hub
  * ------------------
  * A hub maps (object, key) to a *slot*; a slot owns an append-only *list* of
- * pointers to *observations*, in registration order. Observations of a key on
+ * entries (callback, context, observation), in registration order. The
+ * observation records themselves live in the token pages, at the index
+ * their token names. Observations of a key on
  * every object (object == NULL) live in the key's own wildcard slot. Readers
- * (dispatch) find a slot lock-free: the (object, key) → slot map is a ck_hs
- * read under a ck_epoch section; the wildcard slot hangs off the key.
+ * (dispatch) find a slot lock-free: the (object, key) → slot map
+ * (slotmap.c) is read under a ck_epoch section; the wildcard slot hangs off
+ * the key.
  *
  * Writers (observe, unobserve, interning) serialize on hub->lock and never
  * block readers. Everything a reader can reach is retired through reclaim.c
@@ -17,16 +20,19 @@
  * (ckvo_key_find), under an epoch section.
  *
  * Ownership of memory that readers reach:
- *   hub->slots (ck_hs)   → struct ckvo_slot      (retired when its last
+ *   hub->slots (slotmap.c) → struct ckvo_slot    (retired when its last
  *                                                 observation goes)
  *   slot->list           → struct ckvo_list      (retired when replaced)
- *   list->items[i].obs   → struct ckvo_observation (retired when removed,
- *                                                 after items[i].obs is
- *                                                 cleared in the current list)
+ *   list->items[i]       → struct ckvo_observation (in a token page; retired
+ *                                                 when removed, after the
+ *                                                 entry is cleared in the
+ *                                                 current list, and reused
+ *                                                 only after a grace period)
  *   hub->key_table       → key arrays are never freed before the hub; each
  *                          struct ckvo_keyinfo lives as long as the hub.
- *   hub->tokens.dir      → token directories and pages live as long as the
- *                          hub (the index space only grows).
+ *   hub->tokens.dir      → token directories and pages, which hold the
+ *                          observation records, live as long as the hub
+ *                          (the index space only grows).
  */
 #ifndef CKVO_INTERNAL_H
 #define CKVO_INTERNAL_H
@@ -51,62 +57,107 @@
 
 /* ------------------------------------------------------------ observation */
 
-/* Life of an observation; moves only forward. */
+/*
+ * Life of an observation, in the low bits of its tag; within one generation
+ * it moves only forward. A record whose observation ended is reused, with a
+ * new generation, only after a grace period (reclaim.c).
+ */
 enum ckvo_state {
-	CKVO_STATE_LIVE = 0,     /* dispatch calls it */
-	CKVO_STATE_DEFERRED = 1, /* a reader marked it dead; a writer removes it */
-	CKVO_STATE_REMOVED = 2,  /* unindexed by a writer; never called again */
+	CKVO_STATE_INSTALLING = 0, /* being registered: no token finds it live */
+	CKVO_STATE_LIVE = 1,       /* dispatch calls it */
+	CKVO_STATE_DEFERRED = 2,   /* a reader marked it dead; a writer removes it */
+	CKVO_STATE_REMOVED = 3,    /* unindexed by a writer; never called again */
 };
+
+/*
+ * An observation's tag: generation << 32 | options << 8 | state. One word,
+ * so that a reader's compare-and-swap to DEFERRED (ckvo_unobserve_deferred)
+ * can only hit the generation its token names.
+ */
+#define CKVO_TAG_STATE_MASK 0xffu
+#define CKVO_TAG_OPTIONS_SHIFT 8
+#define CKVO_TAG_GENERATION_SHIFT 32
+
+static inline unsigned int
+ckvo__tag_state(uint64_t tag)
+{
+	return (unsigned int)(tag & CKVO_TAG_STATE_MASK);
+}
+
+static inline ckvo_options_t
+ckvo__tag_options(uint64_t tag)
+{
+	return (ckvo_options_t)((uint32_t)tag >> CKVO_TAG_OPTIONS_SHIFT);
+}
+
+static inline uint32_t
+ckvo__tag_generation(uint64_t tag)
+{
+	return (uint32_t)(tag >> CKVO_TAG_GENERATION_SHIFT);
+}
+
+static inline uint64_t
+ckvo__tag_make(uint32_t generation, ckvo_options_t options, unsigned int state)
+{
+	return ((uint64_t)generation << CKVO_TAG_GENERATION_SHIFT) |
+	    ((uint64_t)options << CKVO_TAG_OPTIONS_SHIFT) | state;
+}
 
 struct ckvo_slot;
 struct ckvo_owner_group;
 
+/*
+ * One observation. Records live in the token pages (token.c), at the index
+ * their tokens name, and are never freed before the hub: a record whose
+ * observation ended is parked and reused. The callback is not stored here:
+ * it lives in the observation's list entry, the only place dispatch reads it.
+ */
 struct ckvo_observation {
-	/* Read by dispatch; immutable after publication except `state`. */
-	ckvo_callback_t callback;
+	uint64_t tag;                /* generation, options, state (atomic) */
+	struct ckvo_slot *slot;      /* set before the observation is live, then fixed */
 	void *context;
-	ckvo_options_t options;
-	unsigned int state;   /* enum ckvo_state, atomic */
-	ckvo_token_t token;   /* read by ckvo_unobserve_deferred to validate */
-
-	/* Identity for duplicate detection (writer-only index). */
-	const void *owner;
-	const void *object;
-	ckvo_key_t key;
-
-	/* Writer-only. */
-	uint32_t index;                /* position in slot->list */
-	struct ckvo_slot *slot;        /* set before the token is published, then fixed */
 	ckvo_release_t release;
-	struct ckvo_owner_group *owner_group;
-	struct ckvo_observation *owner_prev, *owner_next;
-	ck_stack_entry_t deferred_link; /* on hub->deferred while DEFERRED */
+	struct ckvo_owner_group *owner_group; /* NULL: registered without an owner */
+	uint64_t seq;                /* hub-wide registration order */
 	/*
-	 * An observation is unlinked (taken out of hub->identities) before it
-	 * is retired, so its identity hash and its retirement entry share
-	 * storage: the record stays 120 bytes.
+	 * On hub->deferred while DEFERRED, then on a retired chain, then on
+	 * its token page's free records (token.c): never on two at once.
 	 */
-	union {
-		unsigned long identity; /* ckvo__identity_hash, from indexing to unlinking */
-		ck_epoch_entry_t retire; /* from retirement on */
-	};
+	ck_stack_entry_t link;
+	uint32_t id;                 /* index in the token pages, fixed */
+	uint32_t index;              /* position in slot->list (writer-only) */
+	uint32_t owner_index;        /* position in its owner group (writer-only) */
+	uint32_t identity;           /* identity hash (writer-only, see table.c) */
 };
 
 /* ------------------------------------------------------------------- list */
 
 /*
- * One list entry. The callback, context and options are copied from the
- * observation so that a fan-out reads the list sequentially without touching
- * each observation; `seq` orders specific and wildcard entries against each
- * other.
+ * Entry bits that carry an observation's options next to its pointer (the
+ * records are 8-byte aligned), so an entry is three words.
+ */
+#define CKVO_ENTRY_NEW ((uint64_t)1)
+#define CKVO_ENTRY_OLD ((uint64_t)2)
+#define CKVO_ENTRY_PRIOR ((uint64_t)4)
+#define CKVO_ENTRY_BITS ((uint64_t)7)
+
+/*
+ * One list entry. The callback and context sit side by side so that a
+ * fan-out reads the list sequentially without touching the observations;
+ * `observation` is the record's address with the CKVO_ENTRY_* bits of its
+ * options, or 0 once the observation is removed (atomic).
  */
 struct ckvo_entry {
-	struct ckvo_observation *obs; /* NULL once removed (atomic) */
 	ckvo_callback_t callback;
 	void *context;
-	uint64_t seq;
-	ckvo_options_t options;
+	uint64_t observation;
 };
+
+static inline struct ckvo_observation *
+ckvo__entry_observation(uint64_t observation)
+{
+	return (struct ckvo_observation *)(uintptr_t)(observation & ~CKVO_ENTRY_BITS);
+}
 
 /*
  * An observer list. Writers append at items[count] and then publish the new
@@ -136,7 +187,7 @@ struct ckvo_slot_id {
 
 /* The observers of one (object, key); object == NULL is a key's wildcard slot. */
 struct ckvo_slot {
-	struct ckvo_slot_id id; /* first, so a slot is its own map key; never changes while stored */
+	struct ckvo_slot_id id; /* never changes while in the map */
 	struct ckvo_list *list; /* published (atomic) */
 	uint64_t deferred;  /* observations marked DEFERRED, not yet unlinked (atomic) */
 
@@ -146,6 +197,23 @@ struct ckvo_slot {
 	struct ckvo_object_group *group;
 	struct ckvo_slot *group_prev, *group_next;
 	ck_epoch_entry_t retire;
+};
+
+/* ---------------------------------------------------------------- slotmap */
+
+/* A removed slot's bucket: probes go on past it. */
+#define CKVO_SLOTMAP_TOMBSTONE ((struct ckvo_slot *)(uintptr_t)1)
+
+struct ckvo_slotmap_table {
+	ck_epoch_entry_t retire;
+	uint32_t mask; /* capacity - 1; capacity is a power of two */
+	struct ckvo_slot *buckets[]; /* NULL, a tombstone or a slot (atomic) */
+};
+
+/* The (object, key) → slot map (slotmap.c). */
+struct ckvo_slotmap {
+	struct ckvo_slotmap_table *table; /* published (atomic), never NULL */
+	uint32_t count, tombstones;       /* writer-only */
 };
 
 /* -------------------------------------------------------------------- key */
@@ -176,8 +244,16 @@ struct ckvo_key_array {
 #define CKVO_TOKEN_PAGE_BITS 9
 #define CKVO_TOKEN_PAGE_SIZE (1u << CKVO_TOKEN_PAGE_BITS)
 
+/* The observation records of CKVO_TOKEN_PAGE_SIZE consecutive indexes. */
 struct ckvo_token_page {
-	struct ckvo_observation *obs[CKVO_TOKEN_PAGE_SIZE]; /* atomic */
+	struct ckvo_observation records[CKVO_TOKEN_PAGE_SIZE];
+
+	/* Writer-only. */
+	ck_stack_entry_t *free;        /* records not in use, linked through `link` */
+	uint32_t in_use;               /* records handed out and not returned */
+	uint32_t number;               /* its index in the directory */
+	struct ckvo_token_page *free_prev, *free_next; /* on tokens.free_pages */
+	ck_epoch_entry_t retire;
 };
 
 /* Page directory; replaced by a larger copy, older ones kept until the hub dies. */
@@ -190,17 +266,20 @@ struct ckvo_token_dir {
 struct ckvo_tokens {
 	struct ckvo_token_dir *dir; /* published (atomic) */
 	/* Writer-only. */
-	uint32_t *generation;   /* per index */
-	uint32_t used;          /* indexes ever handed out */
-	uint32_t *free;         /* stack of reusable indexes */
-	uint32_t free_count, free_capacity, generation_capacity;
+	struct ckvo_token_page *free_pages; /* pages with a record not in use */
+	uint32_t *generations;  /* per directory entry: the newest generation of a freed page */
+	uint32_t *vacant;       /* stack of directory entries whose page was freed */
+	uint32_t vacant_count;
+	uint32_t pages;         /* directory entries ever filled */
 };
 
 /* ---------------------------------------------------------------- groups */
 
+/* The observations registered with one owner, in no particular order. */
 struct ckvo_owner_group {
 	const void *owner; /* map key */
-	struct ckvo_observation *head;
+	uint32_t count, capacity;
+	struct ckvo_observation **members; /* members[obs->owner_index] == obs */
 };
 
 struct ckvo_object_group {
@@ -208,22 +287,53 @@ struct ckvo_object_group {
 	struct ckvo_slot *head;
 };
 
+/*
+ * Observation identities (owner, object, key, callback, context), for
+ * duplicate detection: an open-addressing table of record ids + 1, linear
+ * probing, writer-only (table.c).
+ */
+struct ckvo_identities {
+	uint32_t *buckets; /* 0: empty */
+	uint32_t mask;     /* capacity - 1; capacity is a power of two */
+	uint32_t count;
+};
+
+/* What an identity lookup compares against. */
+struct ckvo_identity {
+	const void *owner;
+	const void *object;
+	ckvo_key_t key;
+	ckvo_callback_t callback;
+	void *context;
+	uint32_t hash;
+};
+
 /* -------------------------------------------------------------------- hub */
 
 /*
  * Retired entries that wait for the same number of grace-period scans
- * (reclaim.c), linked through their ck_epoch_entry_t's stack entry.
+ * (reclaim.c): memory linked through its ck_epoch_entry_t's stack entry,
+ * and observations linked through their `link`.
  */
 struct ckvo_retired {
 	ck_stack_entry_t *head, *tail;
-	unsigned int count;        /* entries */
-	unsigned int observations; /* of which retired observations */
+	ck_stack_entry_t *observations_head, *observations_tail;
+	unsigned int count;        /* entries, observations included */
+	unsigned int observations; /* retired observations */
 };
+
+/* What became ready to run after a grace period (reclaim.c). */
+struct ckvo_ready {
+	ck_stack_entry_t *entries;      /* ck_epoch_entry_t stack entries */
+	ck_stack_entry_t *observations; /* observation links */
+};
+
+#define CKVO_READY_INITIALIZER { NULL, NULL }
 
 struct ckvo_hub {
 	pthread_mutex_t lock;         /* serializes writers */
 
-	ck_hs_t slots;                /* (object, key) → slot; read lock-free */
+	struct ckvo_slotmap slots;    /* (object, key) → slot; read lock-free */
 	struct ckvo_key_array *keys;  /* published (atomic) */
 	uint32_t key_count;           /* published (atomic) */
 	struct ckvo_tokens tokens;
@@ -231,7 +341,7 @@ struct ckvo_hub {
 
 	/* Writer-only. */
 	ck_hs_t names;                /* name → keyinfo */
-	ck_hs_t identities;           /* observation identity → observation */
+	struct ckvo_identities identities; /* observation identity → observation */
 	ck_hs_t owners;               /* owner → owner group */
 	ck_hs_t objects;              /* object → object group */
 	uint64_t next_seq;
@@ -252,10 +362,6 @@ struct ckvo_hub {
 	bool reclaimer_armed;         /* it will poll again without being woken */
 	bool reclaimer_stopped;       /* ckvo_hub_destroy began: never start it again */
 
-	/* Released observations kept for reuse (reclaim.c). */
-	ck_stack_t spares;            /* parked after release, by any thread */
-	unsigned int spare_count;     /* about how many `spares` holds (atomic) */
-	ck_stack_entry_t *spares_taken; /* taken from `spares`, under `lock` only */
 	bool is_default;
 
 	struct ckvo_hub *registry_prev, *registry_next; /* all hubs, for fork */
@@ -292,8 +398,11 @@ extern bool ckvo__asymmetric_fence;
  */
 #define CKVO_RECLAIM_PERIOD_NS 10000000L
 
-/* At most about this many released observations are parked for reuse. */
-#define CKVO_SPARE_MAX 256u
+/*
+ * Retiring a list or map of at least this many bytes makes the next unlock
+ * poll, so that large garbage goes back to the allocator promptly.
+ */
+#define CKVO_RECLAIM_LARGE 65536u
 
 /* thread.c */
 ck_epoch_record_t *ckvo__thread_record_slow(void);
@@ -356,7 +465,8 @@ ckvo__read_begin(ck_epoch_record_t *record)
 	if (record->active == 0) {
 		ck_pr_store_uint(&record->active, 1);
 		ck_pr_barrier();
-		ck_pr_store_uint(&record->epoch, ck_pr_load_uint(&record->global->epoch));
+		/* Every reader record belongs to ckvo__epoch: one load, not two. */
+		ck_pr_store_uint(&record->epoch, ck_pr_load_uint(&ckvo__epoch.epoch));
 	} else {
 		ck_pr_store_uint(&record->active, record->active + 1);
 	}
@@ -373,12 +483,16 @@ ckvo__read_end(ck_epoch_record_t *record)
 /* table.c: ck_hs plumbing */
 extern struct ck_malloc ckvo__hs_allocator;
 unsigned long ckvo__hash_pointer(const void *pointer, uint64_t extra);
-bool ckvo__slots_init(ck_hs_t *hs);
 bool ckvo__names_init(ck_hs_t *hs);
-bool ckvo__identities_init(ck_hs_t *hs);
 bool ckvo__groups_init(ck_hs_t *hs);
 unsigned long ckvo__name_hash(const ck_hs_t *hs, const char *name, size_t length);
-unsigned long ckvo__identity_hash(const ck_hs_t *hs, const struct ckvo_observation *obs);
+uint32_t ckvo__identity_hash(const struct ckvo_identity *identity);
+struct ckvo_observation *ckvo__identity_find(struct ckvo_hub *hub,
+    const struct ckvo_identity *identity);
+bool ckvo__identity_reserve(struct ckvo_hub *hub);
+void ckvo__identity_insert(struct ckvo_hub *hub, struct ckvo_observation *obs);
+void ckvo__identity_remove(struct ckvo_hub *hub, struct ckvo_observation *obs);
+void ckvo__identities_destroy(struct ckvo_hub *hub);
 unsigned long ckvo__group_hash(const ck_hs_t *hs, const void *pointer);
 
 /*
@@ -394,17 +508,16 @@ ckvo__writer_add(uint64_t *counter, int64_t delta)
 /* hub.c / reclaim.c: the writer protocol */
 void ckvo__hub_lock(struct ckvo_hub *hub);
 void ckvo__hub_unlock(struct ckvo_hub *hub);
-void ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready);
+void ckvo__hub_unlock_collect(struct ckvo_hub *hub, struct ckvo_ready *ready);
 void ckvo__hub_unlock_quiet(struct ckvo_hub *hub);
-void ckvo__reclaim_poll(struct ckvo_hub *hub, ck_stack_t *ready);
-void ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready);
+void ckvo__reclaim_poll(struct ckvo_hub *hub, struct ckvo_ready *ready);
+void ckvo__reclaim_finish(struct ckvo_hub *hub, struct ckvo_ready *ready);
 void ckvo__reclaim_flush(struct ckvo_hub *hub);
 unsigned int ckvo__reclaim_pending(const struct ckvo_hub *hub);
 void ckvo__reclaim_after_fork_child(struct ckvo_hub *hub);
 void ckvo__retire(struct ckvo_hub *hub, ck_epoch_entry_t *entry, ck_epoch_cb_t *function);
+void ckvo__retire_large(struct ckvo_hub *hub, size_t bytes);
 void ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs);
-struct ckvo_observation *ckvo__observation_alloc(struct ckvo_hub *hub);
-void ckvo__spares_destroy(struct ckvo_hub *hub);
 void ckvo__retire_list(struct ckvo_hub *hub, struct ckvo_list *list);
 void ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot);
 
@@ -416,20 +529,42 @@ void ckvo__reclaimer_after_fork_child(struct ckvo_hub *hub);
 
 /* The hash of (object, key): one multiply-mix, it is on the dispatch path. */
 static inline unsigned long
-ckvo__slot_id_hash(const void *object, ckvo_key_t key, unsigned long seed)
+ckvo__slot_id_hash(const void *object, ckvo_key_t key)
 {
-	uint64_t x = (uint64_t)(uintptr_t)object ^ ((uint64_t)key * 0x9e3779b97f4a7c15ULL) ^ seed;
+	uint64_t x = (uint64_t)(uintptr_t)object ^ ((uint64_t)key * 0x9e3779b97f4a7c15ULL);
 
 	x ^= x >> 32;
 	x *= 0xd6e8feb86659fd93ULL;
 	return (unsigned long)(x ^ (x >> 32));
 }
 
-/* The hash of (object, key) in the map `hs` (hub->slots). */
-static inline unsigned long
-ckvo__slot_hash(const ck_hs_t *hs, const void *object, ckvo_key_t key)
+/* slotmap.c */
+bool ckvo__slotmap_init(struct ckvo_slotmap *map);
+void ckvo__slotmap_destroy(struct ckvo_slotmap *map);
+bool ckvo__slotmap_put(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_slot *slot);
+void ckvo__slotmap_remove(struct ckvo_slotmap *map, struct ckvo_slot *slot);
+
+/* The slot of (object, key), or NULL: lock-free, inside a read section or under the lock. */
+static inline struct ckvo_slot *
+ckvo__slotmap_get(struct ckvo_slotmap *map, const void *object, ckvo_key_t key)
 {
-	return ckvo__slot_id_hash(object, key, hs->seed);
+	struct ckvo_slotmap_table *table = ck_pr_load_ptr(&map->table);
+	uint32_t i = (uint32_t)ckvo__slot_id_hash(object, key);
+
+	/* Pairs with the release that published the table (its buckets written before). */
+	CKVO_TSAN_ACQUIRE(table);
+	for (;; i++) {
+		struct ckvo_slot *slot = ck_pr_load_ptr(&table->buckets[i & table->mask]);
+
+		if (slot == NULL)
+			return NULL;
+		if (slot == CKVO_SLOTMAP_TOMBSTONE)
+			continue;
+		/* Published by slot_publish (observe.c). */
+		CKVO_TSAN_ACQUIRE(slot);
+		if (slot->id.object == object && slot->id.key == key)
+			return slot;
+	}
 }
 
 /* key.c */
@@ -455,15 +590,17 @@ ckvo__key_lookup(struct ckvo_hub *hub, ckvo_key_t key)
 
 /* list.c */
 bool ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs,
-    uint64_t seq);
+    ckvo_callback_t callback);
 void ckvo__list_remove(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs);
 struct ckvo_list *ckvo__list_create(uint32_t capacity);
 
 /* token.c */
-bool ckvo__token_reserve(struct ckvo_hub *hub, struct ckvo_observation *obs);
-void ckvo__token_publish(struct ckvo_hub *hub, struct ckvo_observation *obs);
-void ckvo__token_release(struct ckvo_hub *hub, struct ckvo_observation *obs);
-struct ckvo_observation *ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token);
+struct ckvo_observation *ckvo__token_take(struct ckvo_hub *hub);
+void ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs);
+ckvo_token_t ckvo__token_of(const struct ckvo_observation *obs, uint64_t tag);
+struct ckvo_observation *ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token,
+    uint64_t *tag);
+struct ckvo_observation *ckvo__token_record(struct ckvo_hub *hub, uint32_t id);
 void ckvo__tokens_destroy(struct ckvo_hub *hub);
 
 /* observe.c */

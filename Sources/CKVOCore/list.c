@@ -10,9 +10,9 @@
  *   entries being cleared.
  * - Append: fill items[count], then publish count + 1 with a store fence in
  *   between, so a reader that sees the new count sees the entry.
- * - Remove: clear items[obs->index].obs in the current list. Entries carry
- *   copies of the callback, context and options, so a reader normally never
- *   touches the observation itself. It does check obs->state (REMOVED or
+ * - Remove: clear items[obs->index].observation in the current list. Entries
+ *   carry the callback, the context and the options, so a reader normally
+ *   never touches the observation itself. It does check obs->state (REMOVED or
  *   DEFERRED) when its list is `stale` (replaced: later removals clear
  *   entries only in the new list) or when the slot counts `deferred`
  *   observations (marked dead by readers, who cannot clear entries). The
@@ -21,7 +21,11 @@
  *   entries are copied, in order, into a new list that is published with one
  *   pointer store; the old list is retired. Each copy is paid for by the
  *   appends or removals since the previous one: amortized O(1) per operation,
- *   so a million observers on one key register in linear time.
+ *   so a million observers on one key register in linear time. A new slot's
+ *   list holds one entry, and a full list that only grew gets room for half
+ *   as many again: most slots have one observer, and a long list carries
+ *   less unused room. A full list holding cleared entries (observers come
+ *   and go) gets room for as many again, so churn copies it half as often.
  */
 #include <stdlib.h>
 
@@ -29,7 +33,13 @@
 
 /* Compact once at least this many entries are cleared and they outnumber the live ones. */
 #define CKVO_LIST_COMPACT_MIN 16u
-#define CKVO_LIST_MIN_CAPACITY 4u
+#define CKVO_LIST_MIN_CAPACITY 1u
+
+static size_t
+list_size(uint32_t capacity)
+{
+	return sizeof(struct ckvo_list) + (size_t)capacity * sizeof(struct ckvo_entry);
+}
 
 struct ckvo_list *
 ckvo__list_create(uint32_t capacity)
@@ -38,7 +48,7 @@ ckvo__list_create(uint32_t capacity)
 
 	if (capacity < CKVO_LIST_MIN_CAPACITY)
 		capacity = CKVO_LIST_MIN_CAPACITY;
-	list = malloc(sizeof(*list) + (size_t)capacity * sizeof(list->items[0]));
+	list = malloc(list_size(capacity));
 	if (list == NULL)
 		return NULL;
 	list->count = 0;
@@ -59,11 +69,11 @@ list_rebuild(struct ckvo_hub *hub, struct ckvo_slot *slot, uint32_t capacity)
 		return false;
 	if (old != NULL) {
 		for (uint32_t i = 0; i < old->count; i++) {
-			struct ckvo_observation *obs = old->items[i].obs;
+			uint64_t observation = old->items[i].observation;
 
-			if (obs == NULL)
+			if (observation == 0)
 				continue;
-			obs->index = n;
+			ckvo__entry_observation(observation)->index = n;
 			list->items[n++] = old->items[i];
 		}
 	}
@@ -78,19 +88,30 @@ list_rebuild(struct ckvo_hub *hub, struct ckvo_slot *slot, uint32_t capacity)
 		/* Before any later removal: readers still on `old` must check states. */
 		ck_pr_store_32(&old->stale, 1);
 		ckvo__retire_list(hub, old);
+		ckvo__retire_large(hub, list_size(old->capacity));
 	}
 	return true;
 }
 
+/* The CKVO_ENTRY_* bits of `options`. */
+static uint64_t
+entry_bits(ckvo_options_t options)
+{
+	return ((options & CKVO_OPTION_NEW) != 0 ? CKVO_ENTRY_NEW : 0) |
+	    ((options & CKVO_OPTION_OLD) != 0 ? CKVO_ENTRY_OLD : 0) |
+	    ((options & CKVO_OPTION_PRIOR) != 0 ? CKVO_ENTRY_PRIOR : 0);
+}
+
 bool
 ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs,
-    uint64_t seq)
+    ckvo_callback_t callback)
 {
 	struct ckvo_list *list = slot->list;
 	uint32_t count;
 
 	if (list == NULL || list->count == list->capacity) {
-		uint64_t wanted = ((uint64_t)slot->live + 1) * 2;
+		uint64_t room = slot->dead != 0 ? slot->live : slot->live / 2;
+		uint64_t wanted = (uint64_t)slot->live + room + 2;
 
 		if (wanted > UINT32_MAX)
 			return false;
@@ -101,11 +122,9 @@ ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_obse
 
 	count = list->count;
 	list->items[count] = (struct ckvo_entry){
-		.obs = obs,
-		.callback = obs->callback,
+		.callback = callback,
 		.context = obs->context,
-		.seq = seq,
-		.options = obs->options,
+		.observation = (uint64_t)(uintptr_t)obs | entry_bits(ckvo__tag_options(obs->tag)),
 	};
 	obs->slot = slot;
 	obs->index = count;
@@ -123,7 +142,7 @@ ckvo__list_remove(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_obse
 {
 	struct ckvo_list *list = slot->list;
 
-	ck_pr_store_ptr(&list->items[obs->index].obs, NULL);
+	ck_pr_store_64(&list->items[obs->index].observation, 0);
 	slot->live--;
 	slot->dead++;
 	if (slot->live > 0 && slot->dead >= CKVO_LIST_COMPACT_MIN && slot->dead > slot->live) {

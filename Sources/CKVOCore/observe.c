@@ -22,6 +22,10 @@
  *   that moved the state away from LIVE (the writer's exchange to REMOVED or
  *   the reader's compare-and-swap to DEFERRED), not a writer that merely saw
  *   LIVE before a reader deferred it.
+ * - An observation's state lives in its record's tag with its generation
+ *   and options (internal.h). Only writers change the tag, except a reader's
+ *   compare-and-swap from LIVE to DEFERRED, which names the generation it
+ *   found, so it can never touch the record's next use (token.c).
  * - Registration keys (key->observations) are raised before an observation
  *   is published and lowered after it is unlinked, so ckvo_has_observers is
  *   never false while it can be called.
@@ -56,10 +60,43 @@ owner_group_get(struct ckvo_hub *hub, const void *owner, bool create)
 static void
 owner_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_owner_group *group)
 {
-	if (group->head != NULL)
+	if (group->count != 0)
 		return;
 	(void)ck_hs_remove(&hub->owners, ckvo__group_hash(&hub->owners, group->owner), group);
+	free(group->members);
 	free(group);
+}
+
+/* Makes room for one more member; false when out of memory. */
+static bool
+owner_group_reserve(struct ckvo_owner_group *group)
+{
+	uint32_t capacity;
+	struct ckvo_observation **grown;
+
+	if (group->count < group->capacity)
+		return true;
+	if (group->capacity > UINT32_MAX / 2)
+		return false;
+	capacity = group->capacity == 0 ? 4 : group->capacity * 2;
+	grown = realloc(group->members, (size_t)capacity * sizeof(*grown));
+	if (grown == NULL)
+		return false;
+	group->members = grown;
+	group->capacity = capacity;
+	return true;
+}
+
+/* Takes `obs` out of its owner's group (the last member fills its place). */
+static void
+owner_group_leave(struct ckvo_hub *hub, struct ckvo_observation *obs)
+{
+	struct ckvo_owner_group *group = obs->owner_group;
+	struct ckvo_observation *last = group->members[--group->count];
+
+	group->members[obs->owner_index] = last;
+	last->owner_index = obs->owner_index;
+	owner_group_drop_if_empty(hub, group);
 }
 
 static struct ckvo_object_group *
@@ -96,13 +133,11 @@ object_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_object_group *group
 static struct ckvo_slot *
 slot_find(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const void *object)
 {
-	struct ckvo_slot_id id = { .object = object, .key = info->id };
-
 	if (object == NULL)
 		return info->wildcard;
 	if (info->hint != NULL && info->hint->id.object == object)
 		return info->hint;
-	return ck_hs_get(&hub->slots, ckvo__slot_hash(&hub->slots, object, info->id), &id);
+	return ckvo__slotmap_get(&hub->slots, object, info->id);
 }
 
 /* A new, empty, unpublished slot with a list holding room for one observer. */
@@ -142,7 +177,7 @@ slot_publish(struct ckvo_hub *hub, struct ckvo_slot *slot)
 	group = object_group_get(hub, slot->id.object, true);
 	if (group == NULL)
 		return false;
-	if (!ck_hs_put(&hub->slots, ckvo__slot_hash(&hub->slots, slot->id.object, slot->id.key), slot)) {
+	if (!ckvo__slotmap_put(hub, &hub->slots, slot)) {
 		object_group_drop_if_empty(hub, group);
 		return false;
 	}
@@ -169,8 +204,7 @@ slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
 
 		if (ck_pr_load_ptr(&info->hint) == slot)
 			ck_pr_store_ptr(&info->hint, NULL);
-		(void)ck_hs_remove(&hub->slots,
-		    ckvo__slot_hash(&hub->slots, slot->id.object, slot->id.key), slot);
+		ckvo__slotmap_remove(&hub->slots, slot);
 		ckvo__writer_add(&info->object_slots, -1);
 		if (slot->group_prev != NULL)
 			slot->group_prev->group_next = slot->group_next;
@@ -188,9 +222,9 @@ slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
 
 /* Whether `obs` is in hub->identities: its registration did not promise a unique context. */
 static inline bool
-observation_indexed(const struct ckvo_observation *obs)
+observation_indexed(ckvo_options_t options)
 {
-	return (obs->options & CKVO_OPTION_UNIQUE_CONTEXT) == 0;
+	return (options & CKVO_OPTION_UNIQUE_CONTEXT) == 0;
 }
 
 /* Counts an observation in its key's probe (ckvo_probe_t), by `delta` (under the lock). */
@@ -203,6 +237,22 @@ key_count(struct ckvo_keyinfo *info, ckvo_options_t options, int delta)
 }
 
 /*
+ * Moves the state of `obs` to REMOVED and returns the state it had. Only a
+ * reader's LIVE -> DEFERRED can race with this, so the loop ends at once or
+ * after that one change.
+ */
+static unsigned int
+observation_mark_removed(struct ckvo_observation *obs)
+{
+	uint64_t tag = ck_pr_load_64(&obs->tag);
+
+	while (!ck_pr_cas_64_value(&obs->tag, tag,
+	    (tag & ~(uint64_t)CKVO_TAG_STATE_MASK) | CKVO_STATE_REMOVED, &tag))
+		;
+	return ckvo__tag_state(tag);
+}
+
+/*
  * Removes `obs` from every index and its list. Returns the state it had:
  * the caller retires it if that was LIVE (a DEFERRED one is retired by the
  * drain, which owns it).
@@ -210,25 +260,15 @@ key_count(struct ckvo_keyinfo *info, ckvo_options_t options, int delta)
 static unsigned int
 observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
-	unsigned int previous = ck_pr_fas_uint(&obs->state, CKVO_STATE_REMOVED);
+	unsigned int previous = observation_mark_removed(obs);
+	ckvo_options_t options = ckvo__tag_options(obs->tag);
 	struct ckvo_slot *slot = obs->slot;
 	struct ckvo_keyinfo *info = slot->keyinfo;
 
-
-	ckvo__token_release(hub, obs);
-	if (observation_indexed(obs))
-		(void)ck_hs_remove(&hub->identities, obs->identity, obs);
-	if (obs->owner_group != NULL) {
-		struct ckvo_owner_group *group = obs->owner_group;
-
-		if (obs->owner_prev != NULL)
-			obs->owner_prev->owner_next = obs->owner_next;
-		else
-			group->head = obs->owner_next;
-		if (obs->owner_next != NULL)
-			obs->owner_next->owner_prev = obs->owner_prev;
-		owner_group_drop_if_empty(hub, group);
-	}
+	if (observation_indexed(options))
+		ckvo__identity_remove(hub, obs);
+	if (obs->owner_group != NULL)
+		owner_group_leave(hub, obs);
 
 	ckvo__list_remove(hub, slot, obs);
 	if (previous == CKVO_STATE_DEFERRED) {
@@ -242,7 +282,7 @@ observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	}
 	if (slot->live == 0)
 		slot_drop(hub, slot);
-	key_count(info, obs->options, -1);
+	key_count(info, options, -1);
 	hub->observations--;
 	return previous;
 }
@@ -271,13 +311,12 @@ ckvo__drain_deferred(struct ckvo_hub *hub)
 		return;
 	cursor = ck_stack_batch_pop_upmc(&hub->deferred);
 	while (cursor != NULL) {
-		struct ckvo_observation *obs =
-		    CKVO_CONTAINER(struct ckvo_observation, deferred_link, cursor);
+		struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, link, cursor);
 
 		CKVO_TSAN_ACQUIRE(obs);
 		/* Written by the reader's push: an atomic load says so to TSan. */
 		cursor = ck_pr_load_ptr(&cursor->next);
-		if (ck_pr_load_uint(&obs->state) == CKVO_STATE_DEFERRED)
+		if (ckvo__tag_state(ck_pr_load_64(&obs->tag)) == CKVO_STATE_DEFERRED)
 			(void)observation_unlink(hub, obs);
 		ckvo__retire_observation(hub, obs);
 	}
@@ -286,19 +325,20 @@ ckvo__drain_deferred(struct ckvo_hub *hub)
 bool
 ckvo__remove_all(struct ckvo_hub *hub)
 {
-	struct ckvo_token_dir *dir = hub->tokens.dir;
 	bool removed = false;
 
-	if (dir == NULL)
-		return false;
-	for (uint32_t p = 0; p < dir->capacity; p++) {
+	struct ckvo_token_dir *dir = hub->tokens.dir;
+
+	for (uint32_t p = 0; dir != NULL && p < dir->capacity; p++) {
 		struct ckvo_token_page *page = dir->pages[p];
 
-		if (page == NULL)
-			continue;
-		for (uint32_t i = 0; i < CKVO_TOKEN_PAGE_SIZE; i++) {
-			if (page->obs[i] != NULL) {
-				observation_remove(hub, page->obs[i]);
+		for (uint32_t i = 0; page != NULL && i < CKVO_TOKEN_PAGE_SIZE; i++) {
+			struct ckvo_observation *obs = &page->records[i];
+			unsigned int state = ckvo__tag_state(ck_pr_load_64(&obs->tag));
+
+			/* DEFERRED ones too: unlinked here, retired by the drain. */
+			if (state == CKVO_STATE_LIVE || state == CKVO_STATE_DEFERRED) {
+				observation_remove(hub, obs);
 				removed = true;
 			}
 		}
@@ -306,89 +346,65 @@ ckvo__remove_all(struct ckvo_hub *hub)
 	return removed;
 }
 
-/* Undoes a registration that failed before it was published: nobody can see it. */
-static void
-registration_abandon(struct ckvo_hub *hub, struct ckvo_observation *obs,
-    struct ckvo_owner_group *group)
-{
-	if (observation_indexed(obs))
-		(void)ck_hs_remove(&hub->identities, obs->identity, obs);
-	if (group != NULL)
-		owner_group_drop_if_empty(hub, group);
-	ckvo__token_release(hub, obs);
-	free(obs);
-}
-
-/*
- * Indexes `obs` by its identity: CKVO_OK, CKVO_EEXIST with `*existing` set
- * to the live duplicate, or CKVO_ENOMEM. Inserting comes first: a duplicate
- * is rare, and ck_hs_put refuses it too, so a new identity costs one probe.
- */
-static ckvo_status_t
-identity_index(struct ckvo_hub *hub, struct ckvo_observation *obs,
-    struct ckvo_observation **existing)
-{
-	obs->identity = ckvo__identity_hash(&hub->identities, obs);
-	if (ck_hs_put(&hub->identities, obs->identity, obs))
-		return CKVO_OK;
-	*existing = ck_hs_get(&hub->identities, obs->identity, obs);
-	if (*existing == NULL)
-		return CKVO_ENOMEM;
-	if (ck_pr_load_uint(&(*existing)->state) == CKVO_STATE_LIVE)
-		return CKVO_EEXIST;
-	/* Marked dead by a reader but not drained yet: its drain retires it. */
-	(void)observation_unlink(hub, *existing);
-	*existing = NULL;
-	return ck_hs_put(&hub->identities, obs->identity, obs) ? CKVO_OK : CKVO_ENOMEM;
-}
-
 /*
  * Installs an observation under the writer lock. Everything that can fail
  * comes first; the observation becomes visible to dispatch (list append,
- * slot publication) and then to token lookups, in that order. On failure
- * `obs` is freed, except on CKVO_EEXIST (`*existing`: the duplicate).
+ * slot publication) and then, going LIVE, to token lookups, in that order.
+ * `*result` is the new observation, or on CKVO_EEXIST the duplicate, whose
+ * token the caller returns; on any other failure nothing is left installed.
  */
 static ckvo_status_t
-observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_observation *obs,
-    struct ckvo_observation **existing, ckvo_token_t *token)
+observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckvo_identity *identity,
+    ckvo_options_t options, ckvo_release_t release, struct ckvo_observation **result,
+    ckvo_token_t *token)
 {
-	bool indexed = observation_indexed(obs);
+	struct ckvo_observation **existing = result;
+	bool indexed = observation_indexed(options);
 	struct ckvo_owner_group *group = NULL;
 	struct ckvo_slot *slot, *new_slot = NULL;
+	struct ckvo_observation *obs;
+	uint64_t tag;
 
 	*existing = NULL;
 	if (indexed) {
-		ckvo_status_t status = identity_index(hub, obs, existing);
-
-		if (status != CKVO_OK) {
-			if (status != CKVO_EEXIST)
-				free(obs);
-			return status;
+		if (!ckvo__identity_reserve(hub))
+			return CKVO_ENOMEM;
+		*existing = ckvo__identity_find(hub, identity);
+		if (*existing != NULL) {
+			if (ckvo__tag_state(ck_pr_load_64(&(*existing)->tag)) == CKVO_STATE_LIVE)
+				return CKVO_EEXIST;
+			/* Marked dead by a reader but not drained yet: its drain retires it. */
+			(void)observation_unlink(hub, *existing);
+			*existing = NULL;
 		}
 	}
-	if (!ckvo__token_reserve(hub, obs)) {
-		if (indexed)
-			(void)ck_hs_remove(&hub->identities, obs->identity, obs);
-		free(obs);
+	if (identity->owner != NULL) {
+		group = owner_group_get(hub, identity->owner, true);
+		if (group == NULL)
+			return CKVO_ENOMEM;
+		if (!owner_group_reserve(group)) {
+			owner_group_drop_if_empty(hub, group);
+			return CKVO_ENOMEM;
+		}
+	}
+	obs = ckvo__token_take(hub);
+	if (obs == NULL) {
+		if (group != NULL)
+			owner_group_drop_if_empty(hub, group);
 		return CKVO_ENOMEM;
 	}
-	if (obs->owner != NULL) {
-		group = owner_group_get(hub, obs->owner, true);
-		if (group == NULL) {
-			registration_abandon(hub, obs, NULL);
-			return CKVO_ENOMEM;
-		}
-	}
+	tag = ckvo__tag_make(ckvo__tag_generation(obs->tag), options, CKVO_STATE_INSTALLING);
+	ck_pr_store_64(&obs->tag, tag);
+	obs->context = identity->context;
+	obs->release = release;
+	obs->owner_group = NULL;
+	obs->seq = ++hub->next_seq;
+	obs->identity = identity->hash;
 
-	slot = slot_find(hub, info, obs->object);
-	if (slot == NULL) {
-		slot = new_slot = slot_create(info, obs->object);
-		if (slot == NULL) {
-			registration_abandon(hub, obs, group);
-			return CKVO_ENOMEM;
-		}
-	}
-
+	slot = slot_find(hub, info, identity->object);
+	if (slot == NULL)
+		slot = new_slot = slot_create(info, identity->object);
+	obs->slot = slot;
 
 	/*
 	 * The caller's token is written before a callback on another thread
@@ -396,30 +412,37 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, struct ckvo_obse
 	 * has_observers is never falsely negative.
 	 */
 	if (token != NULL)
-		*token = obs->token;
-	key_count(info, obs->options, 1);
-	if (!ckvo__list_append(hub, slot, obs, ++hub->next_seq) ||
+		*token = ckvo__token_of(obs, tag);
+	key_count(info, options, 1);
+	if (slot == NULL || !ckvo__list_append(hub, slot, obs, identity->callback) ||
 	    (new_slot != NULL && !slot_publish(hub, new_slot))) {
-		key_count(info, obs->options, -1);
+		key_count(info, options, -1);
 		if (token != NULL)
 			*token = 0;
 		if (new_slot != NULL) {
 			free(new_slot->list);
 			free(new_slot);
 		}
-		registration_abandon(hub, obs, group);
+		if (group != NULL)
+			owner_group_drop_if_empty(hub, group);
+		/* Never reachable by readers: back to its page at once. */
+		ckvo__token_return(hub, obs);
 		return CKVO_ENOMEM;
 	}
 
+	if (indexed)
+		ckvo__identity_insert(hub, obs);
 	if (group != NULL) {
 		obs->owner_group = group;
-		obs->owner_next = group->head;
-		if (group->head != NULL)
-			group->head->owner_prev = obs;
-		group->head = obs;
+		obs->owner_index = group->count;
+		group->members[group->count++] = obs;
 	}
 	hub->observations++;
-	ckvo__token_publish(hub, obs);
+	*result = obs;
+	/* The observation is complete before a reader can find it by token. */
+	CKVO_TSAN_RELEASE(obs);
+	ck_pr_fence_store();
+	ck_pr_store_64(&obs->tag, ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_LIVE));
 	return CKVO_OK;
 }
 
@@ -428,10 +451,17 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
     const void *owner, ckvo_callback_t callback, void *context, ckvo_release_t release,
     ckvo_token_t *token)
 {
-	struct ckvo_observation *obs, *existing;
+	struct ckvo_observation *obs;
+	struct ckvo_identity identity = {
+		.owner = owner,
+		.object = object,
+		.key = key,
+		.callback = callback,
+		.context = context,
+	};
 	struct ckvo_keyinfo *info;
 	ck_epoch_record_t *record = NULL;
-	ck_stack_t ready = CK_STACK_INITIALIZER;
+	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
 	ckvo_getter_t getter;
 	ckvo_status_t status;
 	bool initial = (options & CKVO_OPTION_INITIAL) != 0;
@@ -449,26 +479,14 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 			return CKVO_ENOMEM;
 	}
 
+	if (observation_indexed(options))
+		identity.hash = ckvo__identity_hash(&identity);
 	ckvo__hub_lock(hub);
-	obs = ckvo__observation_alloc(hub);
-	if (obs == NULL) {
-		ckvo__hub_unlock(hub);
-		return CKVO_ENOMEM;
-	}
-	obs->callback = callback;
-	obs->context = context;
-	obs->options = options;
-	obs->state = CKVO_STATE_LIVE;
-	obs->owner = owner;
-	obs->object = object;
-	obs->key = key;
-	obs->release = release;
-	status = observe_locked(hub, info, obs, &existing, token);
+	status = observe_locked(hub, info, &identity, options, release, &obs, token);
 	if (status == CKVO_EEXIST) {
 		if (token != NULL)
-			*token = existing->token;
+			*token = ckvo__token_of(obs, obs->tag);
 		ckvo__hub_unlock(hub);
-		free(obs);
 		return status;
 	}
 	if (status != CKVO_OK) {
@@ -487,7 +505,7 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 	getter = info->getter;
 	ckvo__read_begin(record);
 	ckvo__hub_unlock_collect(hub, &ready);
-	if (ck_pr_load_uint(&obs->state) == CKVO_STATE_LIVE) {
+	if (ckvo__tag_state(ck_pr_load_64(&obs->tag)) == CKVO_STATE_LIVE) {
 		ckvo_change_t change = {
 			.object = object,
 			.key = key,
@@ -512,12 +530,13 @@ ckvo_unobserve(ckvo_hub_t *hub, ckvo_token_t token)
 {
 	struct ckvo_observation *obs;
 	ckvo_status_t status = CKVO_ENOENT;
+	uint64_t tag;
 
 	if (hub == NULL)
 		return CKVO_EINVAL;
 	ckvo__hub_lock(hub);
-	obs = ckvo__token_find(hub, token);
-	if (obs != NULL && ck_pr_load_uint(&obs->state) == CKVO_STATE_LIVE) {
+	obs = ckvo__token_find(hub, token, &tag);
+	if (obs != NULL && ckvo__tag_state(tag) == CKVO_STATE_LIVE) {
 		/* A reader may defer it after the check: then only that one succeeded. */
 		if (observation_remove(hub, obs))
 			status = CKVO_OK;
@@ -550,12 +569,32 @@ ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token)
 	return status;
 }
 
+/*
+ * ck_stack_push_upmc, with the link written by an atomic store: the writer
+ * that drains the stack later writes the same link (it chains the record
+ * into its retired list), and the compare-and-swap that publishes the push
+ * orders the two, which ThreadSanitizer cannot see through CK's assembly.
+ */
+static void
+deferred_push(struct ckvo_hub *hub, struct ckvo_observation *obs)
+{
+	ck_stack_entry_t *head;
+
+	do {
+		head = ck_pr_load_ptr(&hub->deferred.head);
+		ck_pr_store_ptr(&obs->link.next, head);
+		/* The link, and the state before it, are visible before the push. */
+		ck_pr_fence_store();
+	} while (!ck_pr_cas_ptr(&hub->deferred.head, head, &obs->link));
+}
+
 ckvo_status_t
 ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 {
 	ck_epoch_record_t *record;
 	struct ckvo_observation *obs;
 	ckvo_status_t status = CKVO_ENOENT;
+	uint64_t tag;
 
 	if (hub == NULL)
 		return CKVO_EINVAL;
@@ -564,8 +603,8 @@ ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 		return CKVO_ENOMEM;
 
 	ckvo__read_begin(record);
-	obs = ckvo__token_find(hub, token);
-	if (obs != NULL) {
+	obs = ckvo__token_find(hub, token, &tag);
+	if (obs != NULL && ckvo__tag_state(tag) == CKVO_STATE_LIVE) {
 		/*
 		 * Make dispatches check states in this slot until a writer has
 		 * unlinked it, and do so before the state changes: a dispatch
@@ -577,10 +616,12 @@ ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 		 * readers careful).
 		 */
 		ck_pr_inc_64(&obs->slot->deferred);
-		if (ck_pr_cas_uint(&obs->state, CKVO_STATE_LIVE, CKVO_STATE_DEFERRED)) {
+		/* Fails if the tag changed: removed, deferred, or (never here) reused. */
+		if (ck_pr_cas_64(&obs->tag, tag,
+		    (tag & ~(uint64_t)CKVO_TAG_STATE_MASK) | CKVO_STATE_DEFERRED)) {
 			/* Pairs with the acquire in ckvo__drain_deferred. */
 			CKVO_TSAN_RELEASE(obs);
-			ck_stack_push_upmc(&hub->deferred, &obs->deferred_link);
+			deferred_push(hub, obs);
 			status = CKVO_OK;
 		} else {
 			ck_pr_dec_64(&obs->slot->deferred); /* removed or deferred already */
@@ -605,9 +646,9 @@ slot_remove_all(struct ckvo_hub *hub, struct ckvo_slot *slot)
 			list = slot->list;
 			i = list->count;
 		}
-		while (list->items[i - 1].obs == NULL)
+		while (list->items[i - 1].observation == 0)
 			i--;
-		observation_remove(hub, list->items[--i].obs);
+		observation_remove(hub, ckvo__entry_observation(list->items[--i].observation));
 		if (last)
 			return;
 	}
@@ -642,15 +683,11 @@ ckvo_unobserve_owner(ckvo_hub_t *hub, const void *owner)
 	ckvo__hub_lock(hub);
 	group = owner_group_get(hub, owner, false);
 	if (group != NULL) {
-		/* The group is freed together with its last observation. */
-		struct ckvo_observation *obs = group->head;
+		/* Newest first; the group is freed together with its last observation. */
+		uint32_t count = group->count;
 
-		while (obs != NULL) {
-			struct ckvo_observation *next = obs->owner_next;
-
-			observation_remove(hub, obs);
-			obs = next;
-		}
+		while (count-- > 0)
+			observation_remove(hub, group->members[count]);
 		status = CKVO_OK;
 	}
 	ckvo__hub_unlock(hub);

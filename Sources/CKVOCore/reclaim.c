@@ -42,7 +42,8 @@
  *   back into the API — exactly once per observation.
  * - A writer's unlock polls only once CKVO_RECLAIM_BATCH entries are
  *   pending (a scan with membarrier costs microseconds: churn pays it once
- *   per batch). Whatever a writer leaves pending, the hub's background
+ *   per batch), or when a list or map of CKVO_RECLAIM_LARGE bytes or more
+ *   was retired (its growth paid for the scan). Whatever a writer leaves pending, the hub's background
  *   reclaimer (reclaimer.c) polls within CKVO_RECLAIM_PERIOD_NS, so a
  *   release never waits for an unrelated call into the library.
  * - A writer announces (hub->finishing) that it holds entries to run after
@@ -51,12 +52,14 @@
  *   whether or not their release has run yet): pending_releases = retired -
  *   released is what waits for readers, and in a fork child, where ready
  *   batches of vanished threads are lost, it is recounted from fresh and aged.
- * - A released observation's memory is parked on hub->spares (about
- *   CKVO_SPARE_MAX at most) rather than freed, and the next registrations
- *   take it under the lock: observe + unobserve churn then costs no malloc
- *   and no free. A whole batch is parked with one atomic push; the lock
- *   holder takes the whole stack with one exchange. Parked memory is
- *   poisoned for AddressSanitizer, so a use after release is still caught.
+ * - Observation records live in the token pages (token.c). Retired
+ *   observations are chained through their `link`, apart from other retired
+ *   memory. Once their releases have run, their records go back to their
+ *   pages in one pass under the lock (one lock per batch), for the next
+ *   registrations to reuse with the next generation: observe + unobserve
+ *   churn costs no malloc and no free. A page whose records have all come
+ *   back is freed after a grace period. Records not in use are poisoned for
+ *   AddressSanitizer, so a use after release is still caught.
  * - Blocking waits (flush, strict unobserve, destroy) first detach every
  *   retired entry under the lock, then, without the lock, scan until one
  *   IDLE or two SETTLED scans (the same rule as above, every scan after the
@@ -85,29 +88,38 @@ ckvo__reclaim_pending(const struct ckvo_hub *hub)
 }
 
 static void
-retired_push(struct ckvo_retired *list, ck_stack_entry_t *link)
+retired_push(ck_stack_entry_t **head, ck_stack_entry_t **tail, ck_stack_entry_t *link)
 {
-	link->next = list->head;
-	list->head = link;
-	if (list->tail == NULL)
-		list->tail = link;
-	list->count++;
+	link->next = *head;
+	*head = link;
+	if (*tail == NULL)
+		*tail = link;
 }
 
-/* Moves every entry of `list` onto `out`; they are past their grace period. */
+/* Moves every entry of `list` onto `ready`; they are past their grace period. */
 static void
-retired_take(struct ckvo_hub *hub, struct ckvo_retired *list, ck_stack_t *out)
+retired_take(struct ckvo_hub *hub, struct ckvo_retired *list, struct ckvo_ready *ready)
 {
-	if (list->head == NULL)
-		return;
-	list->tail->next = CK_STACK_FIRST(out);
-	out->head = list->head;
+	if (list->head != NULL) {
+		list->tail->next = ready->entries;
+		ready->entries = list->head;
+	}
+	if (list->observations_head != NULL) {
+		list->observations_tail->next = ready->observations;
+		ready->observations = list->observations_head;
+	}
 	ck_pr_add_64(&hub->released, list->observations);
-	*list = (struct ckvo_retired){ NULL, NULL, 0, 0 };
+	*list = (struct ckvo_retired){ NULL, NULL, NULL, NULL, 0, 0 };
+}
+
+static bool
+ready_empty(const struct ckvo_ready *ready)
+{
+	return ready->entries == NULL && ready->observations == NULL;
 }
 
 void
-ckvo__reclaim_poll(struct ckvo_hub *hub, ck_stack_t *ready)
+ckvo__reclaim_poll(struct ckvo_hub *hub, struct ckvo_ready *ready)
 {
 	switch (ckvo__epoch_scan()) {
 	case CKVO_SCAN_IDLE:
@@ -117,7 +129,7 @@ ckvo__reclaim_poll(struct ckvo_hub *hub, ck_stack_t *ready)
 	case CKVO_SCAN_SETTLED:
 		retired_take(hub, &hub->aged, ready);
 		hub->aged = hub->fresh;
-		hub->fresh = (struct ckvo_retired){ NULL, NULL, 0, 0 };
+		hub->fresh = (struct ckvo_retired){ NULL, NULL, NULL, NULL, 0, 0 };
 		break;
 	case CKVO_SCAN_BUSY:
 		break;
@@ -136,12 +148,12 @@ unlock_leaving_pending(struct ckvo_hub *hub)
 }
 
 void
-ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready)
+ckvo__hub_unlock_collect(struct ckvo_hub *hub, struct ckvo_ready *ready)
 {
 	if (ckvo__reclaim_pending(hub) >= hub->poll_at)
 		ckvo__reclaim_poll(hub, ready);
 	/* Announced under the lock, so a flush that follows waits for this batch. */
-	if (CK_STACK_FIRST(ready) != NULL)
+	if (!ready_empty(ready))
 		ck_pr_inc_uint(&hub->finishing);
 	unlock_leaving_pending(hub);
 }
@@ -149,7 +161,7 @@ ckvo__hub_unlock_collect(struct ckvo_hub *hub, ck_stack_t *ready)
 void
 ckvo__hub_unlock(struct ckvo_hub *hub)
 {
-	ck_stack_t ready = CK_STACK_INITIALIZER;
+	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
 
 	ckvo__hub_unlock_collect(hub, &ready);
 	ckvo__reclaim_finish(hub, &ready);
@@ -161,103 +173,27 @@ ckvo__hub_unlock_quiet(struct ckvo_hub *hub)
 	unlock_leaving_pending(hub);
 }
 
-/* A chain of released observations being parked, linked by deferred_link. */
-struct parking {
-	ck_stack_entry_t *first, *last;
-	unsigned int count, room;
-};
-
 /*
- * Calls the observation's release, then parks its memory in `p` for reuse,
- * or frees it when `p` is NULL or full.
+ * Calls the release of each observation of the chain `chain`, then, under
+ * the lock, gives their records back to the token pages for reuse.
  */
 static void
-observation_finish(struct ckvo_observation *obs, struct parking *p)
+observations_finish(struct ckvo_hub *hub, ck_stack_entry_t *chain)
 {
-	ck_stack_entry_t *link = &obs->deferred_link;
+	ck_stack_entry_t *cursor, *next;
 
-	if (obs->release != NULL)
-		obs->release(obs->context);
-	if (p == NULL || p->count == p->room) {
-		free(obs);
-		return;
+	for (cursor = chain; cursor != NULL; cursor = cursor->next) {
+		struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, link, cursor);
+
+		if (obs->release != NULL)
+			obs->release(obs->context);
 	}
-	link->next = p->first;
-	p->first = link;
-	if (p->last == NULL)
-		p->last = link;
-	p->count++;
-	/* Everything but the link: readers are long gone, nobody may touch it. */
-	CKVO_ASAN_POISON(obs, offsetof(struct ckvo_observation, deferred_link));
-	CKVO_ASAN_POISON((char *)(link + 1),
-	    sizeof(*obs) - offsetof(struct ckvo_observation, deferred_link) - sizeof(*link));
-}
-
-/* The epoch callback of a retired observation (ckvo__reclaim_finish parks instead). */
-static void
-observation_release(ck_epoch_entry_t *entry)
-{
-	observation_finish(CKVO_CONTAINER(struct ckvo_observation, retire, entry), NULL);
-}
-
-/* Pushes the parked chain onto hub->spares with one compare-and-swap. */
-static void
-parking_finish(struct ckvo_hub *hub, struct parking *p)
-{
-	ck_stack_entry_t *head;
-
-	if (p->first == NULL)
-		return;
-	CKVO_TSAN_RELEASE(&hub->spares);
-	do {
-		head = ck_pr_load_ptr(&hub->spares.head);
-		ck_pr_store_ptr(&p->last->next, head);
-	} while (!ck_pr_cas_ptr(&hub->spares.head, head, p->first));
-	ck_pr_add_uint(&hub->spare_count, p->count);
-}
-
-struct ckvo_observation *
-ckvo__observation_alloc(struct ckvo_hub *hub)
-{
-	ck_stack_entry_t *link = hub->spares_taken;
-	struct ckvo_observation *obs;
-
-	if (link == NULL && ck_pr_load_ptr(&hub->spares.head) != NULL) {
-		link = ck_stack_batch_pop_upmc(&hub->spares);
-		/* Approximate: a concurrent park may be counted late or lost. */
-		(void)ck_pr_fas_uint(&hub->spare_count, 0);
-		CKVO_TSAN_ACQUIRE(&hub->spares);
+	ckvo__hub_lock(hub);
+	for (cursor = chain; cursor != NULL; cursor = next) {
+		next = cursor->next;
+		ckvo__token_return(hub, CKVO_CONTAINER(struct ckvo_observation, link, cursor));
 	}
-	if (link == NULL)
-		return calloc(1, sizeof(*obs));
-	hub->spares_taken = link->next;
-	obs = CKVO_CONTAINER(struct ckvo_observation, deferred_link, link);
-	CKVO_ASAN_UNPOISON(obs, sizeof(*obs));
-	memset(obs, 0, sizeof(*obs));
-	return obs;
-}
-
-static void
-spares_free(ck_stack_entry_t *link)
-{
-	while (link != NULL) {
-		ck_stack_entry_t *next = link->next;
-		struct ckvo_observation *obs =
-		    CKVO_CONTAINER(struct ckvo_observation, deferred_link, link);
-
-		CKVO_ASAN_UNPOISON(obs, sizeof(*obs));
-		free(obs);
-		link = next;
-	}
-}
-
-void
-ckvo__spares_destroy(struct ckvo_hub *hub)
-{
-	spares_free(hub->spares_taken);
-	hub->spares_taken = NULL;
-	CKVO_TSAN_ACQUIRE(&hub->spares);
-	spares_free(ck_stack_batch_pop_upmc(&hub->spares));
+	ckvo__hub_unlock(hub);
 }
 
 static void
@@ -283,35 +219,28 @@ finishing_done(struct ckvo_hub *hub)
 }
 
 void
-ckvo__reclaim_finish(struct ckvo_hub *hub, ck_stack_t *ready)
+ckvo__reclaim_finish(struct ckvo_hub *hub, struct ckvo_ready *ready)
 {
 	ck_stack_entry_t *cursor, *next;
-	struct parking parking = { NULL, NULL, 0, 0 };
-	unsigned int parked;
 
-	if (CK_STACK_FIRST(ready) == NULL)
+	if (ready_empty(ready))
 		return;
-	parked = ck_pr_load_uint(&hub->spare_count);
-	parking.room = parked < CKVO_SPARE_MAX ? CKVO_SPARE_MAX - parked : 0;
 
 	/* Pairs with every reader's release when it left its section. */
 	CKVO_TSAN_ACQUIRE(&ckvo__epoch);
-	ckvo__thread.releasing++;
-	for (cursor = CK_STACK_FIRST(ready); cursor != NULL; cursor = next) {
+	for (cursor = ready->entries; cursor != NULL; cursor = next) {
 		ck_epoch_entry_t *entry =
 		    CKVO_CONTAINER(ck_epoch_entry_t, stack_entry, cursor);
 
 		next = CK_STACK_NEXT(cursor);
-		if (entry->function == observation_release) {
-			observation_finish(
-			    CKVO_CONTAINER(struct ckvo_observation, retire, entry), &parking);
-		} else {
-			entry->function(entry);
-		}
+		entry->function(entry);
 	}
-	ckvo__thread.releasing--;
-	parking_finish(hub, &parking);
-	ck_stack_init(ready);
+	if (ready->observations != NULL) {
+		ckvo__thread.releasing++;
+		observations_finish(hub, ready->observations);
+		ckvo__thread.releasing--;
+	}
+	*ready = (struct ckvo_ready)CKVO_READY_INITIALIZER;
 	finishing_done(hub);
 }
 
@@ -351,7 +280,7 @@ grace_wait(void)
 void
 ckvo__reclaim_flush(struct ckvo_hub *hub)
 {
-	ck_stack_t detached = CK_STACK_INITIALIZER;
+	struct ckvo_ready detached = CKVO_READY_INITIALIZER;
 	uint64_t observations;
 
 	ckvo__hub_lock(hub);
@@ -364,7 +293,7 @@ ckvo__reclaim_flush(struct ckvo_hub *hub)
 	retired_take(hub, &hub->aged, &detached);
 	retired_take(hub, &hub->fresh, &detached);
 	hub->poll_at = CKVO_RECLAIM_BATCH;
-	if (CK_STACK_FIRST(&detached) != NULL)
+	if (!ready_empty(&detached))
 		ck_pr_inc_uint(&hub->finishing);
 	ckvo__thread.writing = NULL;
 	(void)pthread_mutex_unlock(&hub->lock);
@@ -397,7 +326,15 @@ void
 ckvo__retire(struct ckvo_hub *hub, ck_epoch_entry_t *entry, ck_epoch_cb_t *function)
 {
 	entry->function = function;
-	retired_push(&hub->fresh, &entry->stack_entry);
+	retired_push(&hub->fresh.head, &hub->fresh.tail, &entry->stack_entry);
+	hub->fresh.count++;
+}
+
+void
+ckvo__retire_large(struct ckvo_hub *hub, size_t bytes)
+{
+	if (bytes >= CKVO_RECLAIM_LARGE)
+		hub->poll_at = 0;
 }
 
 void
@@ -405,7 +342,8 @@ ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
 	hub->retired++;
 	hub->fresh.observations++;
-	ckvo__retire(hub, &obs->retire, observation_release);
+	hub->fresh.count++;
+	retired_push(&hub->fresh.observations_head, &hub->fresh.observations_tail, &obs->link);
 }
 
 void

@@ -93,7 +93,7 @@ static void *
 reclaimer_main(void *argument)
 {
 	struct ckvo_hub *hub = argument;
-	ck_stack_t ready = CK_STACK_INITIALIZER;
+	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
 
 	ckvo__thread.reclaiming = hub;
 	(void)pthread_mutex_lock(&hub->lock);
@@ -110,7 +110,7 @@ reclaimer_main(void *argument)
 		if (ckvo__reclaim_pending(hub) != 0)
 			ckvo__reclaim_poll(hub, &ready);
 		ckvo__thread.writing = NULL;
-		if (CK_STACK_FIRST(&ready) == NULL)
+		if (ready.entries == NULL && ready.observations == NULL)
 			continue;
 
 		/* Announced under the lock, so a flush that follows waits for this batch. */

@@ -7,8 +7,9 @@
  * `defer == true` because readers may still be probing it; that free must
  * wait a grace period, so it is retired (reclaim.c) on the hub whose lock
  * this thread holds (ckvo__thread.writing). Tables only writers read
- * (identities, owners, objects) go the same way, which is merely
- * conservative; the names are also read lock-free (ckvo_key_find).
+ * (owners, objects) go the same way, which is merely conservative; the
+ * names are also read lock-free (ckvo_key_find). The identity table is not
+ * a ck_hs: see below.
  *
  * Stored objects keep their key fields unchanged while stored, and stay
  * alive until a grace period after removal (the slots' retirement), because
@@ -48,9 +49,9 @@ hs_free(void *pointer, size_t size, bool defer)
 	struct map_header *header = (struct map_header *)pointer - 1;
 	struct ckvo_hub *hub = ckvo__thread.writing;
 
-	(void)size;
 	if (defer && hub != NULL) {
 		ckvo__retire(hub, &header->retire, map_free);
+		ckvo__retire_large(hub, size);
 		return;
 	}
 	free(header);
@@ -78,37 +79,6 @@ unsigned long
 ckvo__hash_pointer(const void *pointer, uint64_t extra)
 {
 	return (unsigned long)mix64((uint64_t)(uintptr_t)pointer ^ mix64(extra));
-}
-
-/* -------------------------------------------------------- (object, key) */
-
-/*
- * Stored objects are slots; probes are slots or bare ids. A slot starts with
- * its id, so both are read as a struct ckvo_slot_id.
- */
-static unsigned long
-slot_hash(const void *object, unsigned long seed)
-{
-	const struct ckvo_slot_id *id = object;
-
-	return ckvo__slot_id_hash(id->object, id->key, seed);
-}
-
-static bool
-slot_equal(const void *stored, const void *probe)
-{
-	const struct ckvo_slot_id *a = stored, *b = probe;
-
-	/* Readers compare against any slot on the probe path, published by slot_publish. */
-	CKVO_TSAN_ACQUIRE(stored);
-	return a->object == b->object && a->key == b->key;
-}
-
-bool
-ckvo__slots_init(ck_hs_t *hs)
-{
-	return ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, slot_hash, slot_equal,
-	    &ckvo__hs_allocator, 64, 0x9e3779b97f4a7c15ULL);
 }
 
 /* ------------------------------------------------------------ key names */
@@ -172,44 +142,132 @@ ckvo__name_hash(const ck_hs_t *hs, const char *name, size_t length)
 
 /* ------------------------------------------------ observation identities */
 
-static unsigned long
-identity_hash_fields(const struct ckvo_observation *obs, unsigned long seed)
-{
-	uint64_t h = mix64((uint64_t)(uintptr_t)obs->owner ^ seed);
+/*
+ * hub->identities: open addressing over 32-bit record ids + 1 (0 is empty),
+ * linear probing, at most 3/4 full, deletion by shifting later members of
+ * the cluster back (no tombstones). Writer-only, so it is freed directly.
+ * Each record keeps its 32-bit hash (obs->identity); the other fields of
+ * its identity come from its slot, its list entry and itself, so a bucket
+ * costs four bytes.
+ */
 
-	h = mix64(h ^ (uint64_t)(uintptr_t)obs->object);
-	h = mix64(h ^ obs->key);
-	h = mix64(h ^ (uint64_t)(uintptr_t)obs->callback);
-	return (unsigned long)mix64(h ^ (uint64_t)(uintptr_t)obs->context);
+uint32_t
+ckvo__identity_hash(const struct ckvo_identity *identity)
+{
+	uint64_t h = mix64((uint64_t)(uintptr_t)identity->owner ^ 0xc2b2ae35ULL);
+
+	h = mix64(h ^ (uint64_t)(uintptr_t)identity->object);
+	h = mix64(h ^ identity->key);
+	h = mix64(h ^ (uint64_t)(uintptr_t)identity->callback);
+	return (uint32_t)mix64(h ^ (uint64_t)(uintptr_t)identity->context);
 }
 
-static unsigned long
-identity_hash(const void *object, unsigned long seed)
-{
-	return identity_hash_fields(object, seed);
-}
-
-/* Both sides carry their hash (obs->identity): most probes end at its comparison. */
+/* Whether live record `obs` has identity `identity`. */
 static bool
-identity_equal(const void *stored, const void *probe)
+identity_equal(const struct ckvo_observation *obs, const struct ckvo_identity *identity)
 {
-	const struct ckvo_observation *a = stored, *b = probe;
+	const struct ckvo_slot *slot = obs->slot;
+	const void *owner = obs->owner_group == NULL ? NULL : obs->owner_group->owner;
 
-	return a->identity == b->identity && a->owner == b->owner && a->object == b->object &&
-	    a->key == b->key && a->callback == b->callback && a->context == b->context;
+	return obs->identity == identity->hash && owner == identity->owner &&
+	    obs->context == identity->context && slot->id.object == identity->object &&
+	    slot->id.key == identity->key &&
+	    slot->list->items[obs->index].callback == identity->callback;
+}
+
+struct ckvo_observation *
+ckvo__identity_find(struct ckvo_hub *hub, const struct ckvo_identity *identity)
+{
+	struct ckvo_identities *table = &hub->identities;
+
+	if (table->buckets == NULL)
+		return NULL;
+	for (uint32_t i = identity->hash & table->mask;; i = (i + 1) & table->mask) {
+		uint32_t bucket = table->buckets[i];
+		struct ckvo_observation *obs;
+
+		if (bucket == 0)
+			return NULL;
+		obs = ckvo__token_record(hub, bucket - 1);
+		if (identity_equal(obs, identity))
+			return obs;
+	}
+}
+
+static void
+identity_place(struct ckvo_hub *hub, uint32_t *buckets, uint32_t mask, uint32_t bucket)
+{
+	uint32_t i = ckvo__token_record(hub, bucket - 1)->identity & mask;
+
+	while (buckets[i] != 0)
+		i = (i + 1) & mask;
+	buckets[i] = bucket;
 }
 
 bool
-ckvo__identities_init(ck_hs_t *hs)
+ckvo__identity_reserve(struct ckvo_hub *hub)
 {
-	return ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, identity_hash,
-	    identity_equal, &ckvo__hs_allocator, 64, 0xc2b2ae35ULL);
+	struct ckvo_identities *table = &hub->identities;
+	uint32_t capacity = table->buckets == NULL ? 0 : table->mask + 1;
+	uint32_t *buckets;
+
+	if ((uint64_t)(table->count + 1) * 4 <= (uint64_t)capacity * 3)
+		return true;
+	if (capacity >= (1u << 31))
+		return false;
+	capacity = capacity == 0 ? 64 : capacity * 2;
+	buckets = calloc(capacity, sizeof(*buckets));
+	if (buckets == NULL)
+		return false;
+	for (uint32_t i = 0; table->buckets != NULL && i <= table->mask; i++) {
+		if (table->buckets[i] != 0)
+			identity_place(hub, buckets, capacity - 1, table->buckets[i]);
+	}
+	free(table->buckets);
+	table->buckets = buckets;
+	table->mask = capacity - 1;
+	return true;
 }
 
-unsigned long
-ckvo__identity_hash(const ck_hs_t *hs, const struct ckvo_observation *obs)
+void
+ckvo__identity_insert(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
-	return identity_hash_fields(obs, hs->seed);
+	struct ckvo_identities *table = &hub->identities;
+
+	identity_place(hub, table->buckets, table->mask, obs->id + 1);
+	table->count++;
+}
+
+void
+ckvo__identity_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
+{
+	struct ckvo_identities *table = &hub->identities;
+	uint32_t mask = table->mask, hole = obs->identity & mask;
+
+	while (table->buckets[hole] != obs->id + 1)
+		hole = (hole + 1) & mask;
+	table->count--;
+
+	/*
+	 * Shift back every later member of the cluster whose home is not
+	 * cyclically in (hole, i]: lookups that passed the hole still find it.
+	 */
+	for (uint32_t i = (hole + 1) & mask; table->buckets[i] != 0; i = (i + 1) & mask) {
+		uint32_t home = ckvo__token_record(hub, table->buckets[i] - 1)->identity & mask;
+
+		if (((i - home) & mask) >= ((i - hole) & mask)) {
+			table->buckets[hole] = table->buckets[i];
+			hole = i;
+		}
+	}
+	table->buckets[hole] = 0;
+}
+
+void
+ckvo__identities_destroy(struct ckvo_hub *hub)
+{
+	free(hub->identities.buckets);
+	memset(&hub->identities, 0, sizeof(hub->identities));
 }
 
 /* ------------------------------------------------- owner / object groups */

@@ -1,202 +1,259 @@
 /*
- * token.c — tokens: index + generation, looked up lock-free.
+ * token.c — tokens and the observation records they name.
  *
- * A token is (generation << 32) | (index + 1). Each index has a generation
- * that grows every time the index is reused, and an index whose generation
- * is exhausted is never reused, so a token is never handed out twice in a
- * hub's life. Token 0 is invalid by construction.
+ * A token is (generation << 32) | (id + 1), where id is the index of the
+ * observation's record in the token pages. A record's generation grows
+ * every time the record is reused, and a record whose generation is
+ * exhausted is never reused (reclaim.c), so a token is never handed out
+ * twice in a hub's life. Token 0 is invalid by construction.
  *
  * Invariants
  * ----------
- * - The index → observation map is a directory of fixed-size pages. Pages
- *   and directories are only added (a larger directory copies the page
- *   pointers and is published with one store; older directories stay until
- *   the hub dies), so a reader never meets freed directory memory.
- * - page->obs[i] is published last, after the observation is installed
- *   everywhere else (a failed registration is never visible by token), and
- *   cleared before the observation is retired. A reader inside an epoch section
- *   that loaded the pointer may use it until the section ends, and must
- *   compare obs->token with its token (the index may have been reused).
- * - Generations and the free-index stack are writer-only.
+ * - The records live in fixed-size pages reached through a directory.
+ *   Pages and directories are only added (a larger directory copies the
+ *   page pointers and is published with one store; older directories stay
+ *   until the hub dies), so a reader never meets freed directory or record
+ *   memory, and a record's address never changes.
+ * - A record is found by token only while its tag carries the token's
+ *   generation. A reader compares the generation, and acts on the state,
+ *   from one load of the tag; a compare-and-swap on the tag with that value
+ *   (ckvo_unobserve_deferred) cannot touch a later generation.
+ * - A record is reused only after a grace period following its removal,
+ *   and removal moves its state to REMOVED first. So a reader that finds it
+ *   LIVE or DEFERRED loaded the tag before the removal, inside a section
+ *   that began earlier, and the record keeps its generation and slot until
+ *   that section ends.
+ * - Records are handed out and returned under the writer lock, from pages
+ *   that have one not in use. A page whose records are all returned leaves
+ *   the directory and is freed after a grace period (a reader holding an old
+ *   token may still be loading a tag from it). The newest generation among
+ *   its records is kept for its directory entry, and a page that later
+ *   fills that entry starts above it, so a token still never comes back.
+ *   A record whose generation is exhausted is never returned, so its page
+ *   is never freed.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-#define CKVO_TOKEN_GENERATION_MAX UINT32_MAX
-
-static inline ckvo_token_t
-token_make(uint32_t index, uint32_t generation)
-{
-	return ((uint64_t)generation << 32) | ((uint64_t)index + 1);
-}
-
+/* Grows the directory (and the per-entry generations) to hold entry `number`. */
 static bool
-token_split(ckvo_token_t token, uint32_t *index, uint32_t *generation)
+dir_reserve(struct ckvo_tokens *tokens, uint32_t number)
 {
-	uint64_t low = token & 0xffffffffu;
+	struct ckvo_token_dir *dir = tokens->dir, *bigger;
+	uint32_t capacity = dir == NULL ? 8 : dir->capacity;
+	uint32_t *generations;
 
-	if (low == 0)
+	if (dir != NULL && number < dir->capacity)
+		return true;
+	while (capacity <= number)
+		capacity *= 2;
+	generations = realloc(tokens->generations, (size_t)capacity * sizeof(*generations));
+	if (generations == NULL)
 		return false;
-	*index = (uint32_t)(low - 1);
-	*generation = (uint32_t)(token >> 32);
+	tokens->generations = generations;
+	bigger = calloc(1, sizeof(*bigger) + (size_t)capacity * sizeof(bigger->pages[0]));
+	if (bigger == NULL)
+		return false;
+	bigger->capacity = capacity;
+	bigger->older = dir;
+	if (dir != NULL)
+		memcpy(bigger->pages, dir->pages, (size_t)dir->capacity * sizeof(dir->pages[0]));
+	CKVO_TSAN_RELEASE(bigger);
+	ck_pr_fence_store();
+	ck_pr_store_ptr(&tokens->dir, bigger);
 	return true;
 }
 
-/* The page holding `index`, allocating the page (and a larger directory) as needed. */
-static struct ckvo_token_page *
-page_for_writer(struct ckvo_tokens *tokens, uint32_t index)
+static void
+free_pages_add(struct ckvo_tokens *tokens, struct ckvo_token_page *page)
 {
-	uint32_t page_index = index >> CKVO_TOKEN_PAGE_BITS;
-	struct ckvo_token_dir *dir = tokens->dir;
+	page->free_prev = NULL;
+	page->free_next = tokens->free_pages;
+	if (tokens->free_pages != NULL)
+		tokens->free_pages->free_prev = page;
+	tokens->free_pages = page;
+}
+
+static void
+free_pages_remove(struct ckvo_tokens *tokens, struct ckvo_token_page *page)
+{
+	if (page->free_prev != NULL)
+		page->free_prev->free_next = page->free_next;
+	else
+		tokens->free_pages = page->free_next;
+	if (page->free_next != NULL)
+		page->free_next->free_prev = page->free_prev;
+}
+
+/* A new page in a vacant directory entry or a new one, all of its records free. */
+static struct ckvo_token_page *
+page_create(struct ckvo_tokens *tokens)
+{
+	bool vacant = tokens->vacant_count > 0;
+	uint32_t number = vacant ? tokens->vacant[tokens->vacant_count - 1] : tokens->pages;
+	uint32_t generation = vacant ? tokens->generations[number] : 0;
 	struct ckvo_token_page *page;
 
-	if (dir == NULL || page_index >= dir->capacity) {
-		uint32_t capacity = dir == NULL ? 8 : dir->capacity * 2;
-		struct ckvo_token_dir *bigger;
+	if (!vacant && (number > (UINT32_MAX >> CKVO_TOKEN_PAGE_BITS) - 1 ||
+	    !dir_reserve(tokens, number)))
+		return NULL;
+	page = calloc(1, sizeof(*page));
+	if (page == NULL)
+		return NULL;
+	page->number = number;
+	for (uint32_t i = CKVO_TOKEN_PAGE_SIZE; i-- > 0;) {
+		struct ckvo_observation *obs = &page->records[i];
 
-		while (capacity <= page_index)
-			capacity *= 2;
-		bigger = calloc(1, sizeof(*bigger) + (size_t)capacity * sizeof(bigger->pages[0]));
-		if (bigger == NULL)
-			return NULL;
-		bigger->capacity = capacity;
-		bigger->older = dir;
-		if (dir != NULL)
-			memcpy(bigger->pages, dir->pages, (size_t)dir->capacity * sizeof(dir->pages[0]));
-		CKVO_TSAN_RELEASE(bigger);
-		ck_pr_fence_store();
-		ck_pr_store_ptr(&tokens->dir, bigger);
-		dir = bigger;
+		obs->id = (number << CKVO_TOKEN_PAGE_BITS) | i;
+		obs->tag = ckvo__tag_make(generation, 0, CKVO_STATE_REMOVED);
+		obs->link.next = page->free;
+		page->free = &obs->link;
 	}
-
-	page = dir->pages[page_index];
-	if (page == NULL) {
-		page = calloc(1, sizeof(*page));
-		if (page == NULL)
-			return NULL;
-		CKVO_TSAN_RELEASE(page);
-		ck_pr_fence_store();
-		ck_pr_store_ptr(&dir->pages[page_index], page);
-	}
+	if (vacant)
+		tokens->vacant_count--;
+	else
+		tokens->pages++;
+	free_pages_add(tokens, page);
+	CKVO_TSAN_RELEASE(page);
+	ck_pr_fence_store();
+	ck_pr_store_ptr(&tokens->dir->pages[number], page);
 	return page;
 }
 
-/* Grows the per-index generation array to hold `index`. */
-static bool
-generation_reserve(struct ckvo_tokens *tokens, uint32_t index)
+/* Everything but the tag (a reader holding an old token may still load it) and the link. */
+static void
+record_poison(struct ckvo_observation *obs)
 {
-	uint32_t capacity = tokens->generation_capacity;
-	uint32_t *grown;
-
-	if (index < capacity)
-		return true;
-	capacity = capacity == 0 ? 64 : capacity * 2;
-	grown = realloc(tokens->generation, (size_t)capacity * sizeof(*grown));
-	if (grown == NULL)
-		return false;
-	memset(grown + tokens->generation_capacity, 0,
-	    (size_t)(capacity - tokens->generation_capacity) * sizeof(*grown));
-	tokens->generation = grown;
-	tokens->generation_capacity = capacity;
-	return true;
-}
-
-bool
-ckvo__token_reserve(struct ckvo_hub *hub, struct ckvo_observation *obs)
-{
-	struct ckvo_tokens *tokens = &hub->tokens;
-	struct ckvo_token_page *page;
-	uint32_t index;
-	bool reused = tokens->free_count > 0;
-
-	if (reused) {
-		index = tokens->free[tokens->free_count - 1];
-	} else {
-		if (tokens->used == UINT32_MAX)
-			return false;
-		index = tokens->used;
-		if (!generation_reserve(tokens, index))
-			return false;
-	}
-
-	page = page_for_writer(tokens, index);
-	if (page == NULL)
-		return false;
-
-	if (reused)
-		tokens->free_count--;
-	else
-		tokens->used++;
-	tokens->generation[index]++;
-	obs->token = token_make(index, tokens->generation[index]);
-	return true;
-}
-
-void
-ckvo__token_publish(struct ckvo_hub *hub, struct ckvo_observation *obs)
-{
-	uint32_t index = (uint32_t)(obs->token & 0xffffffffu) - 1;
-	struct ckvo_token_page *page = hub->tokens.dir->pages[index >> CKVO_TOKEN_PAGE_BITS];
-
-	/* The observation is complete before a reader can find it by token. */
-	CKVO_TSAN_RELEASE(obs);
-	ck_pr_fence_store();
-	ck_pr_store_ptr(&page->obs[index & (CKVO_TOKEN_PAGE_SIZE - 1)], obs);
-}
-
-void
-ckvo__token_release(struct ckvo_hub *hub, struct ckvo_observation *obs)
-{
-	struct ckvo_tokens *tokens = &hub->tokens;
-	uint32_t index = 0, generation = 0;
-	struct ckvo_token_page *page;
-
-	(void)token_split(obs->token, &index, &generation); /* always valid: we made it */
-	page = tokens->dir->pages[index >> CKVO_TOKEN_PAGE_BITS];
-	ck_pr_store_ptr(&page->obs[index & (CKVO_TOKEN_PAGE_SIZE - 1)], NULL);
-
-	if (generation == CKVO_TOKEN_GENERATION_MAX)
-		return; /* exhausted: never reuse this index */
-	if (tokens->free_count == tokens->free_capacity) {
-		uint32_t capacity = tokens->free_capacity == 0 ? 64 : tokens->free_capacity * 2;
-		uint32_t *grown = realloc(tokens->free, (size_t)capacity * sizeof(*grown));
-
-		if (grown == NULL)
-			return; /* the index is lost, never reused: still correct */
-		tokens->free = grown;
-		tokens->free_capacity = capacity;
-	}
-	tokens->free[tokens->free_count++] = index;
+	CKVO_ASAN_POISON((char *)obs + sizeof(obs->tag),
+	    offsetof(struct ckvo_observation, link) - sizeof(obs->tag));
+	CKVO_ASAN_POISON((char *)(&obs->link + 1),
+	    sizeof(*obs) - offsetof(struct ckvo_observation, link) - sizeof(obs->link));
 }
 
 struct ckvo_observation *
-ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token)
+ckvo__token_take(struct ckvo_hub *hub)
 {
-	uint32_t index, generation, page_index;
-	struct ckvo_token_dir *dir;
-	struct ckvo_token_page *page;
+	struct ckvo_tokens *tokens = &hub->tokens;
+	struct ckvo_token_page *page = tokens->free_pages;
 	struct ckvo_observation *obs;
 
-	if (!token_split(token, &index, &generation))
-		return NULL;
-	dir = ck_pr_load_ptr(&hub->tokens.dir);
+	if (page == NULL) {
+		page = page_create(tokens);
+		if (page == NULL)
+			return NULL;
+	}
+	obs = CKVO_CONTAINER(struct ckvo_observation, link, page->free);
+	CKVO_ASAN_UNPOISON(obs, sizeof(*obs));
+	page->free = obs->link.next;
+	if (page->free == NULL)
+		free_pages_remove(tokens, page);
+	page->in_use++;
+	/*
+	 * A reader holding an old token may load the tag, and finds the new
+	 * generation; nothing else of the record is reachable until it is live.
+	 */
+	ck_pr_store_64(&obs->tag,
+	    ckvo__tag_make(ckvo__tag_generation(obs->tag) + 1, 0, CKVO_STATE_INSTALLING));
+	return obs;
+}
+
+static void
+page_free(ck_epoch_entry_t *entry)
+{
+	struct ckvo_token_page *page = CKVO_CONTAINER(struct ckvo_token_page, retire, entry);
+
+	/* Its records were poisoned as they came back. */
+	CKVO_ASAN_UNPOISON(page, sizeof(*page));
+	free(page);
+}
+
+void
+ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
+{
+	struct ckvo_tokens *tokens = &hub->tokens;
+	uint32_t number = obs->id >> CKVO_TOKEN_PAGE_BITS;
+	struct ckvo_token_page *page = tokens->dir->pages[number];
+	uint32_t newest = 0;
+
+	ck_pr_store_64(&obs->tag,
+	    ckvo__tag_make(ckvo__tag_generation(obs->tag), 0, CKVO_STATE_REMOVED));
+	if (ckvo__tag_generation(obs->tag) == UINT32_MAX)
+		return; /* exhausted: never reused, and its page stays */
+	if (page->free == NULL)
+		free_pages_add(tokens, page);
+	obs->link.next = page->free;
+	page->free = &obs->link;
+	record_poison(obs);
+	if (--page->in_use != 0)
+		return;
+
+	/* Every record is back: the page goes, its newest generation stays. */
+	for (uint32_t i = 0; i < CKVO_TOKEN_PAGE_SIZE; i++) {
+		uint32_t generation = ckvo__tag_generation(page->records[i].tag);
+
+		if (generation > newest)
+			newest = generation;
+	}
+	if ((tokens->vacant_count & (tokens->vacant_count + 1)) == 0) {
+		uint32_t *grown = realloc(tokens->vacant,
+		    ((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown));
+
+		if (grown == NULL)
+			return; /* the page stays, still usable */
+		tokens->vacant = grown;
+	}
+	tokens->vacant[tokens->vacant_count++] = number;
+	tokens->generations[number] = newest;
+	free_pages_remove(tokens, page);
+	ck_pr_store_ptr(&tokens->dir->pages[number], NULL);
+	ckvo__retire(hub, &page->retire, page_free);
+	ckvo__retire_large(hub, sizeof(*page));
+}
+
+ckvo_token_t
+ckvo__token_of(const struct ckvo_observation *obs, uint64_t tag)
+{
+	return ((uint64_t)ckvo__tag_generation(tag) << 32) | ((uint64_t)obs->id + 1);
+}
+
+struct ckvo_observation *
+ckvo__token_record(struct ckvo_hub *hub, uint32_t id)
+{
+	struct ckvo_token_dir *dir = ck_pr_load_ptr(&hub->tokens.dir);
+	uint32_t page_index = id >> CKVO_TOKEN_PAGE_BITS;
+	struct ckvo_token_page *page;
+
 	if (dir == NULL)
 		return NULL;
 	CKVO_TSAN_ACQUIRE(dir);
-	page_index = index >> CKVO_TOKEN_PAGE_BITS;
 	if (page_index >= dir->capacity)
 		return NULL;
 	page = ck_pr_load_ptr(&dir->pages[page_index]);
 	if (page == NULL)
 		return NULL;
 	CKVO_TSAN_ACQUIRE(page);
-	obs = ck_pr_load_ptr(&page->obs[index & (CKVO_TOKEN_PAGE_SIZE - 1)]);
+	return &page->records[id & (CKVO_TOKEN_PAGE_SIZE - 1)];
+}
+
+struct ckvo_observation *
+ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token, uint64_t *tag)
+{
+	uint64_t low = token & 0xffffffffu;
+	struct ckvo_observation *obs;
+
+	if (low == 0)
+		return NULL;
+	obs = ckvo__token_record(hub, (uint32_t)(low - 1));
 	if (obs == NULL)
 		return NULL;
+	*tag = ck_pr_load_64(&obs->tag);
+	/* Pairs with the release when the record went live (observe.c). */
 	CKVO_TSAN_ACQUIRE(obs);
-	return obs->token == token ? obs : NULL;
+	if (ckvo__tag_generation(*tag) != (uint32_t)(token >> 32))
+		return NULL;
+	return obs;
 }
 
 void
@@ -206,8 +263,13 @@ ckvo__tokens_destroy(struct ckvo_hub *hub)
 	struct ckvo_token_dir *dir = tokens->dir;
 
 	if (dir != NULL) {
-		for (uint32_t i = 0; i < dir->capacity; i++)
+		for (uint32_t i = 0; i < dir->capacity; i++) {
+			if (dir->pages[i] == NULL)
+				continue;
+			/* Records not in use are poisoned. */
+			CKVO_ASAN_UNPOISON(dir->pages[i], sizeof(*dir->pages[i]));
 			free(dir->pages[i]);
+		}
 	}
 	while (dir != NULL) {
 		struct ckvo_token_dir *older = dir->older;
@@ -215,7 +277,7 @@ ckvo__tokens_destroy(struct ckvo_hub *hub)
 		free(dir);
 		dir = older;
 	}
-	free(tokens->generation);
-	free(tokens->free);
+	free(tokens->generations);
+	free(tokens->vacant);
 	memset(tokens, 0, sizeof(*tokens));
 }

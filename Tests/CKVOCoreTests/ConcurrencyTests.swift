@@ -372,6 +372,59 @@ private final class TraceBuffer {
         #expect(hub.stats().observations == 1)
     }
 
+    /// The (object, key) map is probed lock-free while writers add and remove other objects'
+    /// slots, leave tombstones, empty clusters and replace the table as it grows: a dispatch to
+    /// an object observed throughout must reach its observer every time.
+    @Test func dispatchFindsEverySteadySlotWhileOtherSlotsComeAndGo() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let key = hub.key("value")
+        let steady = 64
+        let anchors = (0..<steady).map { _ in Probe() }
+        for (i, anchor) in anchors.enumerated() { _ = hub.mustObserve(anchor, object: fake(i), key: key) }
+        let dispatchers = 2
+        let rounds = iterations(300, stress: 30_000)
+        let done = AtomicCounter()
+        let sweeps = (0..<dispatchers).map { _ in AtomicCounter() }
+        let churn = Probe()
+
+        runThreads(dispatchers + 1) { index in
+            if index < dispatchers {
+                while done.value == 0 {
+                    for i in 0..<steady { _ = announce(ckvo_did_change, raw, fake(i), key) }
+                    sweeps[index].next()
+                }
+                return
+            }
+            // Thousands of other objects: the table grows, then shrinks to tombstones and back.
+            for round in 0..<rounds {
+                let base = steady + (round % 3) * 4_000
+                var tokens: [ckvo_token_t] = []
+                for j in 0..<(1 + round % 50) * 40 {
+                    var token: ckvo_token_t = 0
+                    if ckvo_observe(
+                        raw, fake(base + j), key, 0, nil, ckvots_probe_callback, churn.context,
+                        ckvots_probe_release, &token) == CKVO_OK
+                    {
+                        tokens.append(token)
+                    }
+                }
+                for token in tokens.reversed() where round % 2 == 0 { _ = ckvo_unobserve(raw, token) }
+                for token in tokens where round % 2 == 1 { _ = ckvo_unobserve(raw, token) }
+            }
+            done.next()
+        }
+
+        let expected = sweeps.reduce(0) { $0 + $1.value }
+        #expect(expected > 0, "the dispatchers never completed a sweep")
+        for (i, anchor) in anchors.enumerated() {
+            // Sweeps are counted whole: a dispatcher checks for the end only between sweeps.
+            #expect(anchor.calls == expected, "anchor \(i): \(anchor.calls) calls for \(expected) sweeps")
+        }
+        #expect(hub.flush() == CKVO_OK)
+        #expect(anchors.allSatisfy { $0.releases == 0 })
+    }
+
     @Test func hasObserversIsNeverFalseWhileObservedUnderChurn() {
         let hub = TestHub()
         let raw = hub.raw

@@ -133,12 +133,12 @@ let sanitizerRun: String? = {
         #expect(growth <= Self.bound, "resident set grew by \(growth) bytes over \(cycles) cycles")
     }
 
-    /// Released observation records are kept for reuse, but only a small pool of them
-    /// (`CKVO_SPARE_MAX`, about 256): removing 200,000 observations at once must give most of
-    /// the memory they took back to the allocator — all but the tables that never shrink (the
-    /// token directory and the identity set keep their size) and that pool. Measured as heap in
-    /// use (mallinfo2) in an isolated child: with no bound on the pool about half of it stays
-    /// (33 of 68 MB); with the bound, an eighth (7.9 MB).
+    /// Released observation records are reused, but a page of records whose observations have
+    /// all ended is freed: removing 200,000 observations at once must give most of the memory
+    /// they took back to the allocator — all but the tables that never shrink (the token
+    /// directory and the identity set keep their size). Measured as heap in use (mallinfo2) in
+    /// an isolated child: with records kept for reuse without bound about half of it stayed;
+    /// freeing empty pages keeps about a tenth (2.1 of 22 MB).
     @Test func removingManyObservationsReturnsTheirMemoryBeyondTheReusePool() async throws {
         let name = "removingManyObservationsReturnsTheirMemoryBeyondTheReusePool"
         let count = sanitizerRun == nil ? 200_000 : 20_000
@@ -183,5 +183,36 @@ let sanitizerRun: String? = {
                 + "\(before) -> \(peak) -> \(after) bytes (kept \(kept) of \(taken))")
         #expect(before > 0, "mallinfo2 unavailable")
         #expect(kept <= taken / 3, "removing \(count) observations kept \(kept) of the \(taken) bytes they took")
+    }
+
+    /// The engine's footprint (Benchmarks' memory row for the C API): 100,000 observations of one
+    /// (object, key), each with its own context and no owner, take at most 128 heap bytes each,
+    /// allocator overhead and not-yet-reclaimed garbage included (mallinfo2, in an isolated
+    /// child). The record, its list entry and its identity bucket make about 108.
+    @Test func anObservationTakesAtMost128HeapBytes() async throws {
+        let name = "anObservationTakesAtMost128HeapBytes"
+        guard sanitizerRun == nil else { return }
+        if !isIsolatedChild(name) {
+            try await measureInChild(filter: "CKVOCoreTests.MemoryBoundTests/\(name)", name: name)
+            return
+        }
+
+        let count = 100_000
+        let hub = TestHub()
+        let key = hub.key("footprint")
+        let tally = try #require(ckvots_tally_create(count))
+        defer { ckvots_tally_destroy(tally) }
+        var tokens = [ckvo_token_t](repeating: 0, count: count)
+        var firstError = CKVO_OK
+        let before = ckvots_heap_bytes()
+        let registered = ckvots_tally_observe_all(tally, hub.raw, fake(0), key, count, &tokens, &firstError)
+        let after = ckvots_heap_bytes()
+        #expect(registered == count, "first failure: \(firstError)")
+        let perObservation = Double(after - min(after, before)) / Double(count)
+        print("memory-bound: C API, \(count) observations of one key: \(perObservation) heap bytes each")
+        #expect(before > 0, "mallinfo2 unavailable")
+        #expect(perObservation <= 128, "\(perObservation) bytes per observation")
+        #expect(ckvots_unobserve_all(hub.raw, tokens, nil, count) == count)
+        #expect(hub.flush() == CKVO_OK)
     }
 }

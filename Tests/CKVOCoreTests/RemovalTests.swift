@@ -80,6 +80,31 @@ import Testing
         #expect(probe.releases == 2_000)
     }
 
+    /// Records live in pages that are freed once every observation in them has ended; a page
+    /// that later takes the same place starts its generations above the freed one's.
+    @Test func tokensOfAFreedRecordPageNeverComeBack() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let probe = Probe()
+        let count = 1_200  // more than two pages of records
+        let old = (0..<count).map { hub.mustObserve(probe, object: fake($0), key: key) }
+        for token in old { #expect(hub.unobserve(token) == CKVO_OK) }
+        #expect(hub.flush() == CKVO_OK)  // releases run, records return, empty pages go
+
+        let new = (0..<count).map { hub.mustObserve(probe, object: fake($0), key: key) }
+        #expect(Set(old).isDisjoint(with: new), "a token came back")
+        for token in old {
+            #expect(hub.unobserve(token) == CKVO_ENOENT)
+            #expect(ckvo_unobserve_deferred(hub.raw, token) == CKVO_ENOENT)
+        }
+        #expect(hub.stats().observations == count)
+        hub.did(fake(0), key)
+        #expect(probe.calls == 1)
+        for token in new { #expect(hub.unobserve(token) == CKVO_OK) }
+        hub.flush()
+        #expect(probe.releases == 2 * count)
+    }
+
     @Test func unobserveAfterTheObjectWasUnobservedReportsNotFound() {
         let hub = TestHub()
         let key = hub.key("value")
