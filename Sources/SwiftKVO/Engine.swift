@@ -176,16 +176,18 @@ enum Engine {
         var token: EngineToken = 0
         let status = withUnsafeMutablePointer(to: &token) { tokenSlot in
             unmanaged._withUnsafeGuaranteedRef { box in
-                box.beginRegistration(tokenSlot: tokenSlot)
-                // Each box is a fresh object the engine keeps alive until it
-                // releases it, so its address is in no other live observation.
-                let status = ckvo_observe(
-                    hub, object, key,
-                    ckvo_options_t(options.rawValue) | CKVO_OPTION_UNIQUE_CONTEXT, owner,
-                    dispatchTrampoline, unmanaged.toOpaque(), releaseTrampoline, tokenSlot)
-                box.endRegistration(succeeded: status == CKVO_OK)
-                return status
+                EngineRegistrations.registering(box, tokenSlot: tokenSlot) {
+                    // Each box is a fresh object the engine keeps alive until it
+                    // releases it, so its address is in no other live observation.
+                    ckvo_observe(
+                        hub, object, key,
+                        ckvo_options_t(options.rawValue) | CKVO_OPTION_UNIQUE_CONTEXT, owner,
+                        dispatchTrampoline, unmanaged.toOpaque(), releaseTrampoline, tokenSlot)
+                }
             }
+        }
+        if status == CKVO_OK {
+            unmanaged._withUnsafeGuaranteedRef { $0.publish(token) }
         }
         if let error = error(status) {
             // The engine never calls `release` after a failed observe.
@@ -494,11 +496,11 @@ extension Optional: OptionalValue {
 
 /// The one C callback for every Swift observation: borrows the box at +0
 /// (the engine keeps it alive until after a grace period) and calls its
-/// delivery closure, held in a `let`.
+/// delivery method.
 private let dispatchTrampoline: ckvo_callback_t = { change, context in
     // The engine never passes NULL for either.
     Unmanaged<EngineObservation>.fromOpaque(context.unsafelyUnwrapped)._withUnsafeGuaranteedRef { box in
-        box.deliver(EngineChange(change.unsafelyUnwrapped), box)
+        box.deliver(EngineChange(change.unsafelyUnwrapped))
     }
 }
 

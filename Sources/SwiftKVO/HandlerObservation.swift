@@ -6,8 +6,7 @@
 //
 
 /// The box of a token observation: the handler and what its changes are built
-/// from. Its delivery function captures nothing (it reads these fields from
-/// the box it is handed), so a delivery is one direct call into it.
+/// from, read by its ``deliver(_:)``.
 @usableFromInline
 final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @unchecked Sendable {
     @usableFromInline
@@ -28,12 +27,13 @@ final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @un
         self.handler = handler
         self.unmanagedKeyPath = unmanagedKeyPath
         self.readsInitialValue = readsInitialValue
-        super.init { change, box in
-            let box = unsafeDowncast(box, to: HandlerObservation<Object, Value>.self)
-            guard change.isPlain else { return box.deliverGeneral(change) }
-            change.withObject(as: Object.self) { object in
-                box.handler(object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
-            }
+    }
+
+    @inlinable
+    override func deliver(_ change: EngineChange) {
+        guard change.isPlain else { return deliverGeneral(change) }
+        change.withObject(as: Object.self) { object in
+            handler(object, ObservedChange(plain: change, keyPath: unmanagedKeyPath))
         }
     }
 

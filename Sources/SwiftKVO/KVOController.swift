@@ -122,7 +122,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             return try observeChain(object, keyPath, resolved: resolved, options: options, block: block)
         }
         let box = Deliveries.controller(
-            observer: observer, keyPath: keyPath, resolved: resolved, options: options, block: block)
+            observer: observer, resolved: resolved, options: options, block: block)
         return try register(object, resolved: resolved, options: options, box: box)
     }
 
@@ -373,9 +373,9 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     // MARK: Internals
 
     @usableFromInline
-    func register<Object: KeyValueObservable>(
+    func register<Object: KeyValueObservable, Value>(
         _ object: Object, resolved: ResolvedKeyPath, options: ObservingOptions,
-        box: EngineObservation
+        box: ControllerObservation<Observer, Object, Value>
     ) throws(KVOError) -> Bool {
         let address = Engine.address(of: object)
         let keyID = KVOControllerKey.of(resolved)
@@ -401,11 +401,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         }
         released.removeAll()
         if duplicate { return false }
-        // The entry does not retain its box, so once the engine releases the
-        // box (the observation was removed: unobserved, its observer found
-        // dead by a dispatch, or its object deinitialized) the block and its
-        // captures go, and this drops what is left of the entry.
-        box.onRelease = { [entry] in entry.forget() }
+        // The entry does not retain its box; the box's release forgets the entry.
+        box.entry = entry
         object.kvoRegistrar.attach(object)
         let error: KVOError?
         do {
@@ -613,31 +610,82 @@ extension Deliveries {
     /// A box calling `block(observer, object, change)` while the observer lives.
     @inlinable
     static func controller<Observer: AnyObject, Object: AnyObject, Value>(
-        observer: Observer?, keyPath: KeyPath<Object, Value>, resolved: ResolvedKeyPath,
+        observer: Observer?, resolved: ResolvedKeyPath,
         options: ObservingOptions,
         block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
-    ) -> EngineObservation {
-        let unmanagedKeyPath = resolved.unmanagedKeyPath
-        let readsInitialValue = options.contains(.new)
-        let weakObserver = WeakReference(observer)
-        return EngineObservation { change, box in
-            guard let observer = weakObserver.object else {
-                // The observer is gone: never call it again; remove without
-                // taking the writer lock on this dispatch path.
-                Engine.unobserveDeferred(box.token)
-                return
-            }
-            change.withObject(as: Object.self) { object in
-                if change.isPlain {
-                    block(observer, object, ObservedChange(plain: change, keyPath: unmanagedKeyPath))
-                } else {
-                    deliverGeneral(
-                        change, of: object, keyPath: keyPath, readsInitialValue: readsInitialValue,
-                        unmanagedKeyPath: unmanagedKeyPath
-                    ) { object, change in block(observer, object, change) }
-                }
+    ) -> ControllerObservation<Observer, Object, Value> {
+        ControllerObservation(
+            observer: observer, unmanagedKeyPath: resolved.unmanagedKeyPath,
+            readsInitialValue: options.contains(.new), block: block)
+    }
+}
+
+/// The box of a ``KVOController`` observation: the weakly held observer, the
+/// block and what its changes are built from, read by its ``deliver(_:)``;
+/// and the controller's entry for it, which the box's release removes from
+/// the controller's table.
+@usableFromInline
+final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>: EngineObservation,
+    @unchecked Sendable
+{
+    @usableFromInline
+    let observer: WeakReference<Observer>
+    @usableFromInline
+    let block: @Sendable (Observer, Object, ObservedChange<Value>) -> Void
+    /// The registry's key path (immortal), equal to the observed one and so
+    /// of its type: held without a reference count.
+    @usableFromInline
+    let unmanagedKeyPath: Unmanaged<AnyKeyPath>
+    /// The observation asked for `.new`: an initial notification reads the value.
+    @usableFromInline
+    let readsInitialValue: Bool
+    /// Set once, before registration (see ``KVOController/register(_:resolved:options:box:)``).
+    var entry: KVOControllerEntry?
+
+    @inlinable
+    init(
+        observer: Observer?, unmanagedKeyPath: Unmanaged<AnyKeyPath>, readsInitialValue: Bool,
+        block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
+    ) {
+        self.observer = WeakReference(observer)
+        self.block = block
+        self.unmanagedKeyPath = unmanagedKeyPath
+        self.readsInitialValue = readsInitialValue
+    }
+
+    deinit {
+        // The engine released the box (the observation was removed:
+        // unobserved, its observer found dead by a dispatch, or its object
+        // deinitialized): the block and its captures go with it, and this
+        // drops what is left of the entry.
+        entry?.forget()
+    }
+
+    @inlinable
+    override func deliver(_ change: EngineChange) {
+        guard let observer = observer.object else {
+            // The observer is gone: never call it again; remove without
+            // taking the writer lock on this dispatch path.
+            Engine.unobserveDeferred(token)
+            return
+        }
+        change.withObject(as: Object.self) { object in
+            if change.isPlain {
+                block(observer, object, ObservedChange(plain: change, keyPath: unmanagedKeyPath))
+            } else {
+                deliverGeneral(change, of: observer, object)
             }
         }
+    }
+
+    /// Delivers a change that is not ``EngineChange/isPlain``; out of line.
+    @inlinable @inline(never)
+    func deliverGeneral(_ change: EngineChange, of observer: Observer, _ object: Object) {
+        Deliveries.deliverGeneral(
+            change, of: object,
+            keyPath: unsafeDowncast(unmanagedKeyPath.takeUnretainedValue(), to: KeyPath<Object, Value>.self),
+            readsInitialValue: readsInitialValue, unmanagedKeyPath: unmanagedKeyPath
+        ) { object, change in block(observer, object, change) }
     }
 }
 

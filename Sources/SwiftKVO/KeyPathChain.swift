@@ -114,13 +114,13 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
     private func makeStructuralBox() -> EngineObservation {
         // The box holds the chain strongly (the chain holds only tokens, no
         // cycle): it lives until the engine released every box.
-        EngineObservation { change, box in
+        ClosureObservation { change, box in
             self.structuralChange(change, box: box)
         }
     }
 
     private func makeLeafBox() -> EngineObservation {
-        EngineObservation { change, box in
+        ClosureObservation { change, box in
             self.leafChange(change, box: box)
         }
     }

@@ -189,11 +189,8 @@ public struct NotificationHub: Sendable {
         forName name: Name, object: AnyObject? = nil,
         using block: @escaping @Sendable (HubNotification) -> Void
     ) throws(KVOError) -> ObservationToken {
-        let anchor = NotificationHub.self as AnyObject
         let sender = Sender(object)
-        let box = Self.makeBox(observer: anchor, sender: sender, strongObserver: true) { _, note in
-            block(note)
-        }
+        let box = HubTokenObservation(pinnedSender: Self.pin(sender), block: block)
         return ObservationToken(engineToken: try register(box, name: name, sender: sender).token)
     }
 
@@ -326,40 +323,26 @@ public struct NotificationHub: Sendable {
 
     @inlinable
     static func makeBox<Observer: AnyObject>(
-        observer: Observer, sender: Sender, strongObserver: Bool = false,
+        observer: Observer, sender: Sender,
         _ block: @escaping @Sendable (Observer, HubNotification) -> Void
     ) -> EngineObservation {
-        // A sender that is KeyValueObservable removes its observations when it
-        // dies (its registrar). Any other sender must never be mistaken for
-        // a new object at its address: the box holds it `unowned`, which
-        // keeps the dead sender's memory (not the object: it deinitializes
-        // as usual) allocated for as long as the box lives, so no other
-        // object can appear at its address and a post from that address
-        // always comes from the sender itself — no weak load per delivery.
-        let pinnedSender: SenderPin? =
-            sender.observable == nil ? sender.object.map(SenderPin.init(object:)) : nil
-        if strongObserver {
-            return EngineObservation { [observer, pinnedSender] change, _ in
-                withExtendedLifetime(pinnedSender) {}  // captured, never read
-                change.withNewObject(as: HubNotification.Contents.self) {
-                    block(observer, HubNotification(contents: $0))
-                }
-            }
-        }
-        let weakObserver = WeakReference(observer)
-        return EngineObservation { [pinnedSender] change, box in
-            guard let observer = weakObserver.object else {
-                withExtendedLifetime(pinnedSender) {}
-                Engine.unobserveDeferred(box.token)
-                return
-            }
-            change.withNewObject(as: HubNotification.Contents.self) {
-                block(observer, HubNotification(contents: $0))
-            }
-        }
+        HubObservation(observer: observer, pinnedSender: pin(sender), block: block)
     }
 
-    /// Pins a plain sender's memory (see `makeBox`).
+    /// What a box keeps of `sender`. A sender that is KeyValueObservable
+    /// removes its observations when it dies (its registrar). Any other
+    /// sender must never be mistaken for a new object at its address: the box
+    /// holds it `unowned`, which keeps the dead sender's memory (not the
+    /// object: it deinitializes as usual) allocated for as long as the box
+    /// lives, so no other object can appear at its address and a post from
+    /// that address always comes from the sender itself — no weak load per
+    /// delivery.
+    @inlinable
+    static func pin(_ sender: Sender) -> SenderPin? {
+        sender.observable == nil ? sender.object.map(SenderPin.init(object:)) : nil
+    }
+
+    /// Pins a plain sender's memory (see `pin(_:)`).
     @usableFromInline
     struct SenderPin {
         @usableFromInline
@@ -367,5 +350,57 @@ public struct NotificationHub: Sendable {
 
         @inlinable
         init(object: AnyObject) { self.object = object }
+    }
+}
+
+/// The box of a ``NotificationHub`` registration made with an observer: the
+/// weakly held observer and the block, read by its ``deliver(_:)``.
+@usableFromInline
+final class HubObservation<Observer: AnyObject>: EngineObservation, @unchecked Sendable {
+    @usableFromInline
+    let observer: WeakReference<Observer>
+    @usableFromInline
+    let block: @Sendable (Observer, HubNotification) -> Void
+    /// Kept, never read (see `NotificationHub.pin(_:)`).
+    @usableFromInline
+    let pinnedSender: NotificationHub.SenderPin?
+
+    @inlinable
+    init(
+        observer: Observer, pinnedSender: NotificationHub.SenderPin?,
+        block: @escaping @Sendable (Observer, HubNotification) -> Void
+    ) {
+        self.observer = WeakReference(observer)
+        self.pinnedSender = pinnedSender
+        self.block = block
+    }
+
+    @inlinable
+    override func deliver(_ change: EngineChange) {
+        guard let observer = observer.object else {
+            Engine.unobserveDeferred(token)
+            return
+        }
+        change.withNewObject(as: HubNotification.Contents.self) {
+            block(observer, HubNotification(contents: $0))
+        }
+    }
+}
+
+/// The box of a token-style ``NotificationHub`` registration (no observer).
+final class HubTokenObservation: EngineObservation, @unchecked Sendable {
+    let block: @Sendable (HubNotification) -> Void
+    /// Kept, never read (see `NotificationHub.pin(_:)`).
+    let pinnedSender: NotificationHub.SenderPin?
+
+    init(pinnedSender: NotificationHub.SenderPin?, block: @escaping @Sendable (HubNotification) -> Void) {
+        self.pinnedSender = pinnedSender
+        self.block = block
+    }
+
+    override func deliver(_ change: EngineChange) {
+        change.withNewObject(as: HubNotification.Contents.self) {
+            block(HubNotification(contents: $0))
+        }
     }
 }
