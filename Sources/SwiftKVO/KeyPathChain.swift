@@ -88,7 +88,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
                     kind: .setting, oldValue: nil, newValue: new, indexes: [], isPrior: false,
                     isInitial: true, keyPath: chain.unmanagedKeyPath))
         }
-        return ObservationToken(composite: chain)
+        return CompositeObservationToken(composite: chain)
     }
 
     /// Observes links 1..<n (structural ones with prior, the leaf with the user's options).
