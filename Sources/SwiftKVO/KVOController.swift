@@ -597,13 +597,51 @@ final class KVOControllerRecord {
     var strongObject: AnyObject?
     weak var weakObject: AnyObject?
     /// Accessed only under the controller's lock (see ``KVOControllerEntry``).
-    @exclusivity(unchecked) var entries: [UInt: KVOControllerEntry] = [:]
+    @exclusivity(unchecked) var entries = KVOControllerEntries()
 
     init(object: AnyObject, retains: Bool) {
         if retains { strongObject = object } else { weakObject = object }
     }
 
     var object: AnyObject? { strongObject ?? weakObject }
+}
+
+/// One object's entries in a ``KVOController``, each under its
+/// ``KVOControllerKey``: an array searched linearly, since one observer
+/// observes few properties of one object — O(k) for k observed properties.
+/// An array of one entry is a 48-byte heap block where a dictionary of one
+/// took about 112.
+struct KVOControllerEntries {
+    private var list: [KVOControllerEntry] = []
+
+    var isEmpty: Bool { list.isEmpty }
+
+    /// Every entry, in the order they were filed.
+    var values: [KVOControllerEntry] { list }
+
+    /// The entry filed under `key`; assigning `nil` removes it.
+    subscript(key: UInt) -> KVOControllerEntry? {
+        get { list.first { $0.key == key } }
+        set {
+            guard let index = list.firstIndex(where: { $0.key == key }) else {
+                if let newValue { list.append(newValue) }
+                return
+            }
+            if let newValue { list[index] = newValue } else { list.remove(at: index) }
+        }
+    }
+
+    /// Files `entry` under `key`; returns the entry it replaced, if any.
+    mutating func updateValue(_ entry: KVOControllerEntry, forKey key: UInt) -> KVOControllerEntry? {
+        defer { self[key] = entry }
+        return self[key]
+    }
+
+    /// Removes and returns the entry filed under `key`, if any.
+    mutating func removeValue(forKey key: UInt) -> KVOControllerEntry? {
+        defer { self[key] = nil }
+        return self[key]
+    }
 }
 
 extension Deliveries {

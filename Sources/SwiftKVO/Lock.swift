@@ -9,33 +9,39 @@ import Darwin
 /// A value protected by a mutex, for registration-path bookkeeping only
 /// (never taken on a notification path, never held while user code or the
 /// engine runs). Like swift-nio's `NIOLockedValueBox`.
-final class LockedState<State>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// Accessed only inside `withLock`: the mutex is its exclusivity, so
-    /// each access skips the runtime's dynamic check.
-    @exclusivity(unchecked) private var state: State
-
-    init(_ state: State) {
-        self.state = state
-        self.mutex = .allocate(capacity: 1)
-        self.mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
+///
+/// A handle to one heap block holding both the value and the mutex (the
+/// mutex needs a stable address, which a `ManagedBuffer` element has):
+/// copies of a `LockedState` share them.
+struct LockedState<State>: @unchecked Sendable {
+    private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        }
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+    private let storage: Storage
+
+    init(_ state: State) {
+        let buffer = Storage.create(minimumCapacity: 1) { _ in state }
+        buffer.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            _ = pthread_mutex_init(mutex, nil)
+        }
+        storage = unsafeDowncast(buffer, to: Storage.self)
     }
 
     /// Runs `body` with the state, holding the lock.
     func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(mutex)
-        #if DEBUG
-        LockAudit.enter()
-        defer { LockAudit.leave() }
-        #endif
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
+        try storage.withUnsafeMutablePointers { state, mutex in
+            pthread_mutex_lock(mutex)
+            #if DEBUG
+            LockAudit.enter()
+            defer { LockAudit.leave() }
+            #endif
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&state.pointee)
+        }
     }
 }
 
