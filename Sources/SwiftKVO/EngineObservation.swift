@@ -8,24 +8,17 @@
 import Synchronization
 
 /// What the engine holds for one Swift observation: a subclass that carries
-/// what its delivery reads and overrides ``deliver(_:)``, and the engine token.
+/// what its delivery reads and overrides ``deliver(_:)``.
 ///
 /// Subclasses store their handler and its inputs as fields, so a delivery is
 /// one virtual call with no closure context to unpack, and a box is one
-/// allocation, sized for what its kind of observation needs.
-///
-/// The token: `ckvo_observe` writes it through a slot on the registering
-/// thread's stack (a plain store, after the observation may already be
-/// visible to dispatches on other threads, and before an initial callback on
-/// the registering thread). So the slot is read only by the registering thread
-/// while `ckvo_observe` runs (``EngineRegistrations``); every other reader sees
-/// the atomic `published` copy, stored when `ckvo_observe` returned (0 until
-/// then).
+/// allocation, sized for what its kind of observation needs: a box whose
+/// delivery may remove its own observation derives from
+/// ``SelfRemovingObservation``, which keeps the engine token; the others
+/// (token observations, removed only through their ``ObservationToken``)
+/// keep none.
 @usableFromInline
 class EngineObservation: @unchecked Sendable {
-    /// The token once `ckvo_observe` returned successfully.
-    private let published = Atomic<UInt64>(0)
-
     @usableFromInline
     init() {}
 
@@ -36,8 +29,30 @@ class EngineObservation: @unchecked Sendable {
         preconditionFailure("EngineObservation subclasses override deliver(_:)")
     }
 
-    /// Stores the token `ckvo_observe` returned.
-    func publish(_ token: EngineToken) {
+    /// Called with the token once `ckvo_observe` returned it; boxes that do
+    /// not remove themselves ignore it.
+    func publish(_ token: EngineToken) {}
+}
+
+/// A box whose delivery or owner may remove its observation by token (its
+/// observer died; its controller unobserves): it keeps the token.
+///
+/// `ckvo_observe` writes the token through a slot on the registering
+/// thread's stack (a plain store, after the observation may already be
+/// visible to dispatches on other threads, and before an initial callback on
+/// the registering thread). So the slot is read only by the registering thread
+/// while `ckvo_observe` runs (``EngineRegistrations``); every other reader sees
+/// the atomic `published` copy, stored when `ckvo_observe` returned (0 until
+/// then).
+@usableFromInline
+class SelfRemovingObservation: EngineObservation, @unchecked Sendable {
+    /// The token once `ckvo_observe` returned successfully.
+    private let published = Atomic<UInt64>(0)
+
+    @usableFromInline
+    override init() {}
+
+    override func publish(_ token: EngineToken) {
         published.store(token, ordering: .releasing)
     }
 
@@ -54,11 +69,11 @@ class EngineObservation: @unchecked Sendable {
 
 /// A box whose delivery is a closure: for observations that are rare enough
 /// (key-path chains) that a dedicated subclass would buy nothing.
-final class ClosureObservation: EngineObservation, @unchecked Sendable {
+final class ClosureObservation: SelfRemovingObservation, @unchecked Sendable {
     /// `body(change, self)`: called on the announcing thread, at +0.
-    private let body: (EngineChange, EngineObservation) -> Void
+    private let body: (EngineChange, SelfRemovingObservation) -> Void
 
-    init(_ body: @escaping (EngineChange, EngineObservation) -> Void) {
+    init(_ body: @escaping (EngineChange, SelfRemovingObservation) -> Void) {
         self.body = body
     }
 

@@ -6,18 +6,17 @@
 //
 
 /// The box of a token observation: the handler and what its changes are built
-/// from, read by its ``deliver(_:)``.
+/// from, read by its ``deliver(_:)``. Three words besides the object header,
+/// so that the box is a 48-byte heap block.
 @usableFromInline
 final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @unchecked Sendable {
     @usableFromInline
     let handler: @Sendable (Object, ObservedChange<Value>) -> Void
     /// The registry's key path (immortal), equal to the observed one and so
-    /// of its type: held without a reference count.
+    /// of its type, held without a reference count; and whether the
+    /// observation asked for `.new` (an initial notification reads the value).
     @usableFromInline
-    let unmanagedKeyPath: Unmanaged<AnyKeyPath>
-    /// The observation asked for `.new`: an initial notification reads the value.
-    @usableFromInline
-    let readsInitialValue: Bool
+    let keyPath: FlaggedKeyPath
 
     @inlinable
     init(
@@ -25,9 +24,14 @@ final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @un
         handler: @escaping @Sendable (Object, ObservedChange<Value>) -> Void
     ) {
         self.handler = handler
-        self.unmanagedKeyPath = unmanagedKeyPath
-        self.readsInitialValue = readsInitialValue
+        self.keyPath = FlaggedKeyPath(unmanagedKeyPath, flag: readsInitialValue)
     }
+
+    @inlinable
+    var unmanagedKeyPath: Unmanaged<AnyKeyPath> { keyPath.unmanaged }
+
+    @inlinable
+    var readsInitialValue: Bool { keyPath.flag }
 
     @inlinable
     override func deliver(_ change: EngineChange) {
@@ -93,4 +97,25 @@ enum Deliveries {
             engineToken: try Engine.observe(
                 object: Engine.address(object), key: key, options: options, owner: nil, box: box))
     }
+}
+
+/// An immortal key path held without a reference count, and one flag, in one
+/// word: a key path object's address is aligned, so its low bit is free.
+@usableFromInline
+struct FlaggedKeyPath {
+    @usableFromInline
+    let bits: UInt
+
+    @inlinable
+    init(_ keyPath: Unmanaged<AnyKeyPath>, flag: Bool) {
+        bits = UInt(bitPattern: keyPath.toOpaque()) | (flag ? 1 : 0)
+    }
+
+    @inlinable
+    var unmanaged: Unmanaged<AnyKeyPath> {
+        Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits & ~1).unsafelyUnwrapped)
+    }
+
+    @inlinable
+    var flag: Bool { bits & 1 != 0 }
 }

@@ -518,7 +518,7 @@ final class KVOControllerEntry: @unchecked Sendable {
     /// from the table under the controller's lock (``forget()``), so the box
     /// is alive whenever the entry is found in the table under that lock; a
     /// weak reference would cost every registration a side table.
-    unowned(unsafe) let box: EngineObservation?
+    unowned(unsafe) let box: SelfRemovingObservation?
     let thread: UInt
     /// Where the entry is filed: the observed object's address, its key, and
     /// the controller's table.
@@ -536,7 +536,7 @@ final class KVOControllerEntry: @unchecked Sendable {
     @exclusivity(unchecked) var chain: ObservationToken?
 
     init(
-        box: EngineObservation?, thread: UInt, address: UInt, key: UInt,
+        box: SelfRemovingObservation?, thread: UInt, address: UInt, key: UInt,
         records: LockedState<[UInt: KVOControllerRecord]>
     ) {
         self.box = box
@@ -663,7 +663,7 @@ extension Deliveries {
 /// and the controller's entry for it, which the box's release removes from
 /// the controller's table.
 @usableFromInline
-final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>: EngineObservation,
+final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>: SelfRemovingObservation,
     @unchecked Sendable
 {
     @usableFromInline

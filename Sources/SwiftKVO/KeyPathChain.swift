@@ -125,7 +125,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         }
     }
 
-    private func structuralChange(_ change: EngineChange, box: EngineObservation) {
+    private func structuralChange(_ change: EngineChange, box: SelfRemovingObservation) {
         guard let root else {
             Engine.unobserveDeferred(box.token)
             return
@@ -160,7 +160,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
                 indexes: [], isPrior: false, isInitial: false, keyPath: unmanagedKeyPath))
     }
 
-    private func leafChange(_ change: EngineChange, box: EngineObservation) {
+    private func leafChange(_ change: EngineChange, box: SelfRemovingObservation) {
         guard let root else {
             Engine.unobserveDeferred(box.token)
             return

@@ -356,7 +356,7 @@ public struct NotificationHub: Sendable {
 /// The box of a ``NotificationHub`` registration made with an observer: the
 /// weakly held observer and the block, read by its ``deliver(_:)``.
 @usableFromInline
-final class HubObservation<Observer: AnyObject>: EngineObservation, @unchecked Sendable {
+final class HubObservation<Observer: AnyObject>: SelfRemovingObservation, @unchecked Sendable {
     @usableFromInline
     let observer: WeakReference<Observer>
     @usableFromInline

@@ -138,6 +138,28 @@ import Testing
         #expect(try kvo.observe(account, \.name) { _, _, _ in })
     }
 
+    @Test func unobservingAnOuterRegistrationFromANestedInitialCallbackStopsItAtOnce() throws {
+        // The outer observation is still being registered (its initial
+        // callback is running) when the nested one's initial callback removes
+        // it: the removal must find its token right away, so the change made
+        // next, still inside both registrations, does not reach it.
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        let outer = Counter()
+        try kvo.observe(account, \.name, options: .initial) { _, account, _ in
+            outer.increment()
+            guard outer.count == 1 else { return }
+            _ = try? kvo.observe(account, \.balance, options: .initial) { _, account, _ in
+                #expect(kvo.unobserve(account, \.name))
+                account.name = "changed inside"
+            }
+        }
+        #expect(outer.count == 1)
+        account.name = "x"
+        #expect(outer.count == 1)
+    }
+
     @Test func deallocatedControllerDeliversNothing() throws {
         let observer = Observer()
         let account = Account()
