@@ -607,27 +607,40 @@ final class KVOControllerRecord {
 }
 
 /// One object's entries in a ``KVOController``, each under its
-/// ``KVOControllerKey``: an array searched linearly, since one observer
-/// observes few properties of one object — O(k) for k observed properties.
-/// An array of one entry is a 48-byte heap block where a dictionary of one
-/// took about 112.
+/// ``KVOControllerKey``: the first inline, any others in an array, searched
+/// linearly, since one observer observes few properties of one object — O(k)
+/// for k observed properties. The usual single entry costs no allocation
+/// beyond its record (a dictionary of one took about 112 bytes).
 struct KVOControllerEntries {
-    private var list: [KVOControllerEntry] = []
+    private var first: KVOControllerEntry?
+    private var rest: [KVOControllerEntry] = []
 
-    var isEmpty: Bool { list.isEmpty }
+    var isEmpty: Bool { first == nil }
 
     /// Every entry, in the order they were filed.
-    var values: [KVOControllerEntry] { list }
+    var values: [KVOControllerEntry] {
+        guard let first else { return [] }
+        return [first] + rest
+    }
 
     /// The entry filed under `key`; assigning `nil` removes it.
     subscript(key: UInt) -> KVOControllerEntry? {
-        get { list.first { $0.key == key } }
+        get {
+            if let first, first.key == key { return first }
+            return rest.first { $0.key == key }
+        }
         set {
-            guard let index = list.firstIndex(where: { $0.key == key }) else {
-                if let newValue { list.append(newValue) }
-                return
+            if let current = first, current.key == key {
+                if let newValue {
+                    first = newValue
+                } else {
+                    first = rest.isEmpty ? nil : rest.removeFirst()
+                }
+            } else if let index = rest.firstIndex(where: { $0.key == key }) {
+                if let newValue { rest[index] = newValue } else { rest.remove(at: index) }
+            } else if let newValue {
+                if first == nil { first = newValue } else { rest.append(newValue) }
             }
-            if let newValue { list[index] = newValue } else { list.remove(at: index) }
         }
     }
 

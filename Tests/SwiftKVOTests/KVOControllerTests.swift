@@ -160,6 +160,30 @@ import Testing
         #expect(outer.count == 1)
     }
 
+    @Test func unobservingTheFirstOfSeveralKeyPathsOfAnObjectKeepsTheOthers() throws {
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        let names = Counter()
+        let balances = Counter()
+        let counts = Counter()
+        try kvo.observe(account, \.name) { _, _, _ in names.increment() }
+        try kvo.observe(account, \.balance) { _, _, _ in balances.increment() }
+        try kvo.observe(account, \.manualCount) { _, _, _ in counts.increment() }
+        #expect(kvo.unobserve(account, \.name))
+        #expect(try !kvo.observe(account, \.balance) { _, _, _ in })  // still observed
+        account.name = "x"
+        account.balance = 1
+        account.willChangeValue(for: \.manualCount)
+        account.manualCount = 1
+        account.didChangeValue(for: \.manualCount)
+        #expect(names.count == 0 && balances.count == 1 && counts.count == 1)
+        #expect(kvo.unobserve(account, \.manualCount))
+        #expect(kvo.unobserve(account) == 1)
+        account.balance = 2
+        #expect(balances.count == 1)
+    }
+
     @Test func deallocatedControllerDeliversNothing() throws {
         let observer = Observer()
         let account = Account()
