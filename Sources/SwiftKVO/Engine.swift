@@ -496,11 +496,11 @@ extension Optional: OptionalValue {
 
 /// The one C callback for every Swift observation: borrows the box at +0
 /// (the engine keeps it alive until after a grace period) and calls its
-/// delivery method.
+/// delivery function, held in a `let`.
 private let dispatchTrampoline: ckvo_callback_t = { change, context in
     // The engine never passes NULL for either.
     Unmanaged<EngineObservation>.fromOpaque(context.unsafelyUnwrapped)._withUnsafeGuaranteedRef { box in
-        box.deliver(EngineChange(change.unsafelyUnwrapped))
+        box.deliver(EngineChange(change.unsafelyUnwrapped), box)
     }
 }
 

@@ -7,26 +7,28 @@
 
 import Synchronization
 
-/// What the engine holds for one Swift observation: a subclass that carries
-/// what its delivery reads and overrides ``deliver(_:)``.
+/// What the engine holds for one Swift observation: the delivery function
+/// and, in a subclass, what it reads.
 ///
-/// Subclasses store their handler and its inputs as fields, so a delivery is
-/// one virtual call with no closure context to unpack, and a box is one
-/// allocation, sized for what its kind of observation needs: a box whose
-/// delivery may remove its own observation derives from
-/// ``SelfRemovingObservation``, which keeps the engine token; the others
+/// Subclasses carry what their delivery function reads (``HandlerObservation``),
+/// so that function captures nothing: created where the observation is made
+/// (inlined, specialized for its types), calling it is one direct call with
+/// no closure context to unpack. (An overridden method would not do: a
+/// generic class's vtable holds its unspecialized implementation.)
+///
+/// A box whose delivery or owner may remove its observation by token derives
+/// from ``SelfRemovingObservation``, which keeps the engine token; the others
 /// (token observations, removed only through their ``ObservationToken``)
 /// keep none.
 @usableFromInline
 class EngineObservation: @unchecked Sendable {
+    /// `deliver(change, self)`: called on the announcing thread, at +0.
     @usableFromInline
-    init() {}
+    let deliver: (EngineChange, EngineObservation) -> Void
 
-    /// Delivers `change`: called on the announcing thread, with the box
-    /// borrowed at +0. Every subclass overrides it.
     @usableFromInline
-    func deliver(_ change: EngineChange) {
-        preconditionFailure("EngineObservation subclasses override deliver(_:)")
+    init(deliver: @escaping (EngineChange, EngineObservation) -> Void) {
+        self.deliver = deliver
     }
 
     /// Called with the token once `ckvo_observe` returned it; boxes that do
@@ -50,7 +52,9 @@ class SelfRemovingObservation: EngineObservation, @unchecked Sendable {
     private let published = Atomic<UInt64>(0)
 
     @usableFromInline
-    override init() {}
+    override init(deliver: @escaping (EngineChange, EngineObservation) -> Void) {
+        super.init(deliver: deliver)
+    }
 
     override func publish(_ token: EngineToken) {
         published.store(token, ordering: .releasing)
@@ -64,21 +68,6 @@ class SelfRemovingObservation: EngineObservation, @unchecked Sendable {
         if token != 0 { return token }
         // Inside ckvo_observe on this thread (an initial callback)?
         return EngineRegistrations.tokenWhileRegistering(self)
-    }
-}
-
-/// A box whose delivery is a closure: for observations that are rare enough
-/// (key-path chains) that a dedicated subclass would buy nothing.
-final class ClosureObservation: SelfRemovingObservation, @unchecked Sendable {
-    /// `body(change, self)`: called on the announcing thread, at +0.
-    private let body: (EngineChange, SelfRemovingObservation) -> Void
-
-    init(_ body: @escaping (EngineChange, SelfRemovingObservation) -> Void) {
-        self.body = body
-    }
-
-    override func deliver(_ change: EngineChange) {
-        body(change, self)
     }
 }
 

@@ -6,8 +6,9 @@
 //
 
 /// The box of a token observation: the handler and what its changes are built
-/// from, read by its ``deliver(_:)``. Three words besides the object header,
-/// so that the box is a 48-byte heap block.
+/// from. Its delivery function captures nothing (it reads these fields from
+/// the box it is handed), so a delivery is one direct call into it. Four
+/// words besides the object header: a 64-byte heap block.
 @usableFromInline
 final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @unchecked Sendable {
     @usableFromInline
@@ -25,6 +26,13 @@ final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @un
     ) {
         self.handler = handler
         self.keyPath = FlaggedKeyPath(unmanagedKeyPath, flag: readsInitialValue)
+        super.init { change, box in
+            let box = unsafeDowncast(box, to: HandlerObservation<Object, Value>.self)
+            guard change.isPlain else { return box.deliverGeneral(change) }
+            change.withObject(as: Object.self) { object in
+                box.handler(object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
+            }
+        }
     }
 
     @inlinable
@@ -32,14 +40,6 @@ final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @un
 
     @inlinable
     var readsInitialValue: Bool { keyPath.flag }
-
-    @inlinable
-    override func deliver(_ change: EngineChange) {
-        guard change.isPlain else { return deliverGeneral(change) }
-        change.withObject(as: Object.self) { object in
-            handler(object, ObservedChange(plain: change, keyPath: unmanagedKeyPath))
-        }
-    }
 
     /// Delivers a change that is not ``EngineChange/isPlain``; out of line.
     @inlinable @inline(never)

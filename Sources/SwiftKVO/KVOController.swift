@@ -672,15 +672,19 @@ extension Deliveries {
 }
 
 /// The box of a ``KVOController`` observation: the weakly held observer, the
-/// block and what its changes are built from, read by its ``deliver(_:)``;
+/// block and what its changes are built from, read by its delivery function;
 /// and the controller's entry for it, which the box's release removes from
 /// the controller's table.
 @usableFromInline
 final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>: SelfRemovingObservation,
     @unchecked Sendable
 {
+    /// Written once, by the initializer: reads skip the dynamic exclusivity
+    /// check and load the reference in place (a weak reference inside a
+    /// struct field would be copied out, and the copy destroyed, on every
+    /// delivery).
     @usableFromInline
-    let observer: WeakReference<Observer>
+    @exclusivity(unchecked) weak var observer: Observer?
     @usableFromInline
     let block: @Sendable (Observer, Object, ObservedChange<Value>) -> Void
     /// The registry's key path (immortal), equal to the observed one and so
@@ -698,10 +702,27 @@ final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>
         observer: Observer?, unmanagedKeyPath: Unmanaged<AnyKeyPath>, readsInitialValue: Bool,
         block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
     ) {
-        self.observer = WeakReference(observer)
+        self.observer = observer
         self.block = block
         self.unmanagedKeyPath = unmanagedKeyPath
         self.readsInitialValue = readsInitialValue
+        // Captures nothing: reads the box it is handed (see EngineObservation).
+        super.init { change, box in
+            let box = unsafeDowncast(box, to: ControllerObservation<Observer, Object, Value>.self)
+            guard let observer = box.observer else {
+                // The observer is gone: never call it again; remove without
+                // taking the writer lock on this dispatch path.
+                Engine.unobserveDeferred(box.token)
+                return
+            }
+            change.withObject(as: Object.self) { object in
+                if change.isPlain {
+                    box.block(observer, object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
+                } else {
+                    box.deliverGeneral(change, of: observer, object)
+                }
+            }
+        }
     }
 
     deinit {
@@ -710,23 +731,6 @@ final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>
         // deinitialized): the block and its captures go with it, and this
         // drops what is left of the entry.
         entry?.forget()
-    }
-
-    @inlinable
-    override func deliver(_ change: EngineChange) {
-        guard let observer = observer.object else {
-            // The observer is gone: never call it again; remove without
-            // taking the writer lock on this dispatch path.
-            Engine.unobserveDeferred(token)
-            return
-        }
-        change.withObject(as: Object.self) { object in
-            if change.isPlain {
-                block(observer, object, ObservedChange(plain: change, keyPath: unmanagedKeyPath))
-            } else {
-                deliverGeneral(change, of: observer, object)
-            }
-        }
     }
 
     /// Delivers a change that is not ``EngineChange/isPlain``; out of line.
@@ -738,18 +742,6 @@ final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>
             readsInitialValue: readsInitialValue, unmanagedKeyPath: unmanagedKeyPath
         ) { object, change in block(observer, object, change) }
     }
-}
-
-/// A weak reference captured as a constant: reading it needs no dynamic
-/// exclusivity check (a `[weak x]` capture is a mutable variable, checked on
-/// every access).
-@usableFromInline
-struct WeakReference<Object: AnyObject>: @unchecked Sendable {
-    @usableFromInline
-    weak var object: Object?
-
-    @inlinable
-    init(_ object: Object?) { self.object = object }
 }
 
 /// Opens a `PartialKeyPath` to its value type for ``KVOController/observe(_:keyPaths:options:block:)``.

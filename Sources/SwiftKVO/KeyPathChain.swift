@@ -114,14 +114,14 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
     private func makeStructuralBox() -> EngineObservation {
         // The box holds the chain strongly (the chain holds only tokens, no
         // cycle): it lives until the engine released every box.
-        ClosureObservation { change, box in
-            self.structuralChange(change, box: box)
+        SelfRemovingObservation { change, box in
+            self.structuralChange(change, box: unsafeDowncast(box, to: SelfRemovingObservation.self))
         }
     }
 
     private func makeLeafBox() -> EngineObservation {
-        ClosureObservation { change, box in
-            self.leafChange(change, box: box)
+        SelfRemovingObservation { change, box in
+            self.leafChange(change, box: unsafeDowncast(box, to: SelfRemovingObservation.self))
         }
     }
 

@@ -354,11 +354,15 @@ public struct NotificationHub: Sendable {
 }
 
 /// The box of a ``NotificationHub`` registration made with an observer: the
-/// weakly held observer and the block, read by its ``deliver(_:)``.
+/// weakly held observer and the block, read by its delivery function.
 @usableFromInline
 final class HubObservation<Observer: AnyObject>: SelfRemovingObservation, @unchecked Sendable {
+    /// Written once, by the initializer: reads skip the dynamic exclusivity
+    /// check and load the reference in place (a weak reference inside a
+    /// struct field would be copied out, and the copy destroyed, on every
+    /// delivery).
     @usableFromInline
-    let observer: WeakReference<Observer>
+    @exclusivity(unchecked) weak var observer: Observer?
     @usableFromInline
     let block: @Sendable (Observer, HubNotification) -> Void
     /// Kept, never read (see `NotificationHub.pin(_:)`).
@@ -370,19 +374,19 @@ final class HubObservation<Observer: AnyObject>: SelfRemovingObservation, @unche
         observer: Observer, pinnedSender: NotificationHub.SenderPin?,
         block: @escaping @Sendable (Observer, HubNotification) -> Void
     ) {
-        self.observer = WeakReference(observer)
+        self.observer = observer
         self.pinnedSender = pinnedSender
         self.block = block
-    }
-
-    @inlinable
-    override func deliver(_ change: EngineChange) {
-        guard let observer = observer.object else {
-            Engine.unobserveDeferred(token)
-            return
-        }
-        change.withNewObject(as: HubNotification.Contents.self) {
-            block(observer, HubNotification(contents: $0))
+        // Captures nothing: reads the box it is handed (see EngineObservation).
+        super.init { change, box in
+            let box = unsafeDowncast(box, to: HubObservation<Observer>.self)
+            guard let observer = box.observer else {
+                Engine.unobserveDeferred(box.token)
+                return
+            }
+            change.withNewObject(as: HubNotification.Contents.self) {
+                box.block(observer, HubNotification(contents: $0))
+            }
         }
     }
 }
@@ -396,11 +400,11 @@ final class HubTokenObservation: EngineObservation, @unchecked Sendable {
     init(pinnedSender: NotificationHub.SenderPin?, block: @escaping @Sendable (HubNotification) -> Void) {
         self.pinnedSender = pinnedSender
         self.block = block
-    }
-
-    override func deliver(_ change: EngineChange) {
-        change.withNewObject(as: HubNotification.Contents.self) {
-            block(HubNotification(contents: $0))
+        super.init { change, box in
+            let box = unsafeDowncast(box, to: HubTokenObservation.self)
+            change.withNewObject(as: HubNotification.Contents.self) {
+                box.block(HubNotification(contents: $0))
+            }
         }
     }
 }
