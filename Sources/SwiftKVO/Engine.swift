@@ -176,14 +176,16 @@ enum Engine {
         var token: EngineToken = 0
         let status = withUnsafeMutablePointer(to: &token) { tokenSlot in
             unmanaged._withUnsafeGuaranteedRef { box in
-                EngineRegistrations.registering(box, tokenSlot: tokenSlot) {
-                    // Each box is a fresh object the engine keeps alive until it
-                    // releases it, so its address is in no other live observation.
+                // Each box is a fresh object the engine keeps alive until it
+                // releases it, so its address is in no other live observation.
+                let register = {
                     ckvo_observe(
                         hub, object, key,
                         ckvo_options_t(options.rawValue) | CKVO_OPTION_UNIQUE_CONTEXT, owner,
                         dispatchTrampoline, unmanaged.toOpaque(), releaseTrampoline, tokenSlot)
                 }
+                guard box.keepsToken else { return register() }
+                return EngineRegistrations.registering(box, tokenSlot: tokenSlot, register)
             }
         }
         if status == CKVO_OK {

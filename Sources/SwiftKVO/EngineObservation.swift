@@ -31,6 +31,10 @@ class EngineObservation: @unchecked Sendable {
         self.deliver = deliver
     }
 
+    /// Whether the box keeps its token (``SelfRemovingObservation``): only
+    /// then does its registration record where `ckvo_observe` writes it.
+    var keepsToken: Bool { false }
+
     /// Called with the token once `ckvo_observe` returned it; boxes that do
     /// not remove themselves ignore it.
     func publish(_ token: EngineToken) {}
@@ -55,6 +59,8 @@ class SelfRemovingObservation: EngineObservation, @unchecked Sendable {
     override init(deliver: @escaping (EngineChange, EngineObservation) -> Void) {
         super.init(deliver: deliver)
     }
+
+    override var keepsToken: Bool { true }
 
     override func publish(_ token: EngineToken) {
         published.store(token, ordering: .releasing)
