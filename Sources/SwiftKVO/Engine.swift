@@ -509,5 +509,7 @@ private let dispatchTrampoline: ckvo_callback_t = { change, context in
 /// Balances the reference `Engine.observe` passed as context, exactly once.
 private let releaseTrampoline: ckvo_release_t = { context in
     guard let context else { return }
-    Unmanaged<EngineObservation>.fromOpaque(context).release()
+    let box = Unmanaged<EngineObservation>.fromOpaque(context)
+    box._withUnsafeGuaranteedRef { $0.engineReleased() }
+    box.release()
 }

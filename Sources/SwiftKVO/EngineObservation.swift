@@ -38,6 +38,11 @@ class EngineObservation: @unchecked Sendable {
     /// Called with the token once `ckvo_observe` returned it; boxes that do
     /// not remove themselves ignore it.
     func publish(_ token: EngineToken) {}
+
+    /// Called once when the engine releases the box (after its observation
+    /// was removed and a grace period passed), just before it drops its
+    /// reference; outside every engine lock, never on a notification path.
+    func engineReleased() {}
 }
 
 /// A box whose delivery or owner may remove its observation by token (its

@@ -355,19 +355,15 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
 
     /// The removal of `entry`, decided under the lock.
     private static func removal(of entry: Entry) -> Removal {
-        // The box is read before the entry is marked detached: until then its
-        // release waits for this lock (`forget()`), so it is still alive.
-        let token = entry.box?.token ?? 0
         defer { entry.detach() }
         if entry.registering {
             entry.cancelled = true
             // The registering thread (an initial callback) already has the
-            // token; another thread leaves the removal to it.
-            return Removal(
-                token: entry.thread == currentThreadID() ? token : 0, chain: nil,
-                cancelsRegistration: true)
+            // token (`token` reads it there); another thread reads 0 and
+            // leaves the removal to it.
+            return Removal(token: entry.token, chain: nil, cancelsRegistration: true)
         }
-        return Removal(token: token, chain: entry.chain, cancelsRegistration: false)
+        return Removal(token: entry.token, chain: entry.chain, cancelsRegistration: false)
     }
 
     // MARK: Internals
@@ -379,7 +375,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     ) throws(KVOError) -> Bool {
         let address = Engine.address(of: object)
         let keyID = KVOControllerKey.of(resolved)
-        let entry = Entry(box: box, thread: currentThreadID(), address: address, key: keyID, records: records)
+        let entry: Entry = box
+        entry.file(address: address, key: keyID, records: records)
         var released: [ObjectRecord] = []
         let duplicate: Bool = records.withLock { records in
             var record = records[address]
@@ -401,8 +398,6 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         }
         released.removeAll()
         if duplicate { return false }
-        // The entry does not retain its box; the box's release forgets the entry.
-        box.entry = entry
         object.kvoRegistrar.attach(object)
         let error: KVOError?
         do {
@@ -426,7 +421,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         }
         released.removeAll()
         if let error { throw error }
-        if cancelled { Engine.unobserve(box.token) }
+        if cancelled { Engine.unobserve(entry.token) }
         return true
     }
 
@@ -438,7 +433,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     ) throws(KVOError) -> Bool {
         let address = Engine.address(of: object)
         let keyID = KVOControllerKey.of(resolved)
-        let entry = Entry(box: nil, thread: currentThreadID(), address: address, key: keyID, records: records)
+        let entry = KVOControllerChainEntry()
+        entry.file(address: address, key: keyID, records: records)
         // A dead object's record displaced at a reused address is released
         // after the lock, as in `register` (its entries' tokens end chains,
         // which runs engine writers and their release callbacks).
@@ -476,7 +472,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         let token = try? outcome.get()
         let cancelled: Bool = records.withLock { records in
             entry.registering = false
-            entry.chain = token
+            entry.chainToken = token
             if token == nil, let record = records[address], record.entries[keyID] === entry {
                 record.entries[keyID] = nil
                 if record.entries.isEmpty { records[address] = nil }
@@ -508,57 +504,63 @@ struct KVOControllerRemoval {
     }
 }
 
-/// One registration of a ``KVOController``: its box, or its chain's token.
+/// One registration of a ``KVOController``, as filed in its table: the
+/// engine's box itself (``ControllerObservation``), or a key-path chain's
+/// entry (``KVOControllerChainEntry``), which the engine never sees.
 ///
-/// `@unchecked Sendable`: its fields are read, and the mutable ones written,
-/// only under the controller's lock.
-final class KVOControllerEntry: @unchecked Sendable {
-    /// Not retained: the engine owns the box (and with it the block and what
-    /// it captures) until it releases it. The box's deinit removes this entry
-    /// from the table under the controller's lock (``forget()``), so the box
-    /// is alive whenever the entry is found in the table under that lock; a
-    /// weak reference would cost every registration a side table.
-    unowned(unsafe) let box: SelfRemovingObservation?
-    let thread: UInt
-    /// Where the entry is filed: the observed object's address, its key, and
-    /// the controller's table.
-    let address: UInt
-    let key: UInt
-    let records: LockedState<[UInt: KVOControllerRecord]>
-    /// Set once the entry left the table, so that the box's release skips
-    /// the lock (a stale `false` only costs the lookup).
+/// The table holds its entries; the engine holds a box until it releases it
+/// (the observation was removed: unobserved, its observer found dead by a
+/// dispatch, or its object deinitialized), and that release removes the box
+/// from the table if it is still there (``engineReleased()``), so the block
+/// and what it captures go with it, even while the controller lives on.
+///
+/// `@unchecked Sendable`: where it is filed is written once, before the entry
+/// is filed or registered; its mutable flags are read and written only under
+/// the controller's lock.
+@usableFromInline
+class KVOControllerEntry: SelfRemovingObservation, @unchecked Sendable {
+    // Where the entry is filed: the observed object's address, its key, and
+    // the controller's table. Written once by `file(address:key:records:)`.
+    @exclusivity(unchecked) private(set) var address: UInt = 0
+    @exclusivity(unchecked) private(set) var key: UInt = 0
+    @exclusivity(unchecked) private var records: LockedState<[UInt: KVOControllerRecord]>?
+    /// Set once the entry left the table, so that its release skips the lock
+    /// (a stale `false` only costs the lookup).
     private let detached = Atomic<Bool>(false)
     // The mutable fields below are accessed only under the controller's lock,
     // which is their exclusivity: accesses skip the runtime's dynamic check.
     @exclusivity(unchecked) var registering = true
     @exclusivity(unchecked) var cancelled = false
-    /// For a key-path chain: the chain's token.
-    @exclusivity(unchecked) var chain: ObservationToken?
 
-    init(
-        box: SelfRemovingObservation?, thread: UInt, address: UInt, key: UInt,
-        records: LockedState<[UInt: KVOControllerRecord]>
-    ) {
-        self.box = box
-        self.thread = thread
+    @usableFromInline
+    override init(deliver: @escaping (EngineChange, EngineObservation) -> Void) {
+        super.init(deliver: deliver)
+    }
+
+    /// Notes where the entry is filed; called once, before it is filed.
+    func file(address: UInt, key: UInt, records: LockedState<[UInt: KVOControllerRecord]>) {
         self.address = address
         self.key = key
         self.records = records
     }
 
-    /// Marks the entry as taken out of the table, under the lock and after
-    /// the last read of its box: `forget()` then returns without the lock,
-    /// and the box may be freed.
+    /// For a key-path chain: the chain's token.
+    var chain: ObservationToken? { nil }
+
+    override func engineReleased() { forget() }
+
+    /// Marks the entry as taken out of the table, under the lock: its
+    /// release then returns without the lock.
     func detach() { detached.store(true, ordering: .releasing) }
 
     /// Removes the entry from the table if it is still there, once the engine
-    /// released its box. Runs where the engine releases observations (after a
+    /// released it. Runs where the engine releases observations (after a
     /// registration or removal, outside every engine lock), never on a
     /// notification path. A record left empty is released after the lock:
     /// with it goes a retained observed object, whose deinit may call back
     /// into the controller.
     func forget() {
-        guard !detached.load(ordering: .acquiring) else { return }
+        guard !detached.load(ordering: .acquiring), let records else { return }
         let released: KVOControllerRecord? = records.withLock { records in
             guard let record = records[address], record.entries[key] === self else { return nil }
             record.entries[key] = nil
@@ -568,6 +570,19 @@ final class KVOControllerEntry: @unchecked Sendable {
         }
         withExtendedLifetime(released) {}
     }
+}
+
+/// A key-path chain's entry in a ``KVOController``'s table: the chain is an
+/// observation of its own (a token), so the engine never holds this entry.
+final class KVOControllerChainEntry: KVOControllerEntry, @unchecked Sendable {
+    /// Accessed only under the controller's lock.
+    @exclusivity(unchecked) var chainToken: ObservationToken?
+
+    init() {
+        super.init { _, _ in }  // never registered, never delivered to
+    }
+
+    override var chain: ObservationToken? { chainToken }
 }
 
 /// What a ``KVOController`` files an entry under: the observed property, not
@@ -671,12 +686,11 @@ extension Deliveries {
     }
 }
 
-/// The box of a ``KVOController`` observation: the weakly held observer, the
-/// block and what its changes are built from, read by its delivery function;
-/// and the controller's entry for it, which the box's release removes from
-/// the controller's table.
+/// The box of a ``KVOController`` observation, which is also its entry in the
+/// controller's table: the weakly held observer, the block and what its
+/// changes are built from, read by its delivery function.
 @usableFromInline
-final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>: SelfRemovingObservation,
+final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>: KVOControllerEntry,
     @unchecked Sendable
 {
     /// Written once, by the initializer: reads skip the dynamic exclusivity
@@ -694,8 +708,6 @@ final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>
     /// The observation asked for `.new`: an initial notification reads the value.
     @usableFromInline
     let readsInitialValue: Bool
-    /// Set once, before registration (see ``KVOController/register(_:resolved:options:box:)``).
-    var entry: KVOControllerEntry?
 
     @inlinable
     init(
@@ -723,14 +735,6 @@ final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>
                 }
             }
         }
-    }
-
-    deinit {
-        // The engine released the box (the observation was removed:
-        // unobserved, its observer found dead by a dispatch, or its object
-        // deinitialized): the block and its captures go with it, and this
-        // drops what is left of the entry.
-        entry?.forget()
     }
 
     /// Delivers a change that is not ``EngineChange/isPlain``; out of line.
