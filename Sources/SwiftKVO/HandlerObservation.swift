@@ -8,16 +8,16 @@
 /// The box of a token observation: the handler and what its changes are built
 /// from. Its delivery function captures nothing (it reads these fields from
 /// the box it is handed), so a delivery is one direct call into it. Four
-/// words besides the object header: a 64-byte heap block.
+/// words besides the object header, a 64-byte heap block: whether the
+/// observation asked for `.new` is which delivery function it holds.
 @usableFromInline
 final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @unchecked Sendable {
     @usableFromInline
     let handler: @Sendable (Object, ObservedChange<Value>) -> Void
     /// The registry's key path (immortal), equal to the observed one and so
-    /// of its type, held without a reference count; and whether the
-    /// observation asked for `.new` (an initial notification reads the value).
+    /// of its type: held without a reference count.
     @usableFromInline
-    let keyPath: FlaggedKeyPath
+    let unmanagedKeyPath: Unmanaged<AnyKeyPath>
 
     @inlinable
     init(
@@ -25,25 +25,32 @@ final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @un
         handler: @escaping @Sendable (Object, ObservedChange<Value>) -> Void
     ) {
         self.handler = handler
-        self.keyPath = FlaggedKeyPath(unmanagedKeyPath, flag: readsInitialValue)
-        super.init { change, box in
-            let box = unsafeDowncast(box, to: HandlerObservation<Object, Value>.self)
-            guard change.isPlain else { return box.deliverGeneral(change) }
-            change.withObject(as: Object.self) { object in
-                box.handler(object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
+        self.unmanagedKeyPath = unmanagedKeyPath
+        // Two literal closures, so that neither captures the flag.
+        if readsInitialValue {
+            super.init { change, box in
+                HandlerObservation.deliver(change, to: box, readsInitialValue: true)
+            }
+        } else {
+            super.init { change, box in
+                HandlerObservation.deliver(change, to: box, readsInitialValue: false)
             }
         }
     }
 
-    @inlinable
-    var unmanagedKeyPath: Unmanaged<AnyKeyPath> { keyPath.unmanaged }
-
-    @inlinable
-    var readsInitialValue: Bool { keyPath.flag }
+    /// The delivery function's body.
+    @inlinable @inline(__always)
+    static func deliver(_ change: EngineChange, to box: EngineObservation, readsInitialValue: Bool) {
+        let box = unsafeDowncast(box, to: HandlerObservation<Object, Value>.self)
+        guard change.isPlain else { return box.deliverGeneral(change, readsInitialValue: readsInitialValue) }
+        change.withObject(as: Object.self) { object in
+            box.handler(object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
+        }
+    }
 
     /// Delivers a change that is not ``EngineChange/isPlain``; out of line.
     @inlinable @inline(never)
-    func deliverGeneral(_ change: EngineChange) {
+    func deliverGeneral(_ change: EngineChange, readsInitialValue: Bool) {
         change.withObject(as: Object.self) { object in
             Deliveries.deliverGeneral(
                 change, of: object,
@@ -97,25 +104,4 @@ enum Deliveries {
             engineToken: try Engine.observe(
                 object: Engine.address(object), key: key, options: options, owner: nil, box: box))
     }
-}
-
-/// An immortal key path held without a reference count, and one flag, in one
-/// word: a key path object's address is aligned, so its low bit is free.
-@usableFromInline
-struct FlaggedKeyPath {
-    @usableFromInline
-    let bits: UInt
-
-    @inlinable
-    init(_ keyPath: Unmanaged<AnyKeyPath>, flag: Bool) {
-        bits = UInt(bitPattern: keyPath.toOpaque()) | (flag ? 1 : 0)
-    }
-
-    @inlinable
-    var unmanaged: Unmanaged<AnyKeyPath> {
-        Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits & ~1).unsafelyUnwrapped)
-    }
-
-    @inlinable
-    var flag: Bool { bits & 1 != 0 }
 }

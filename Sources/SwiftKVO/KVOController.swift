@@ -705,9 +705,6 @@ final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>
     /// of its type: held without a reference count.
     @usableFromInline
     let unmanagedKeyPath: Unmanaged<AnyKeyPath>
-    /// The observation asked for `.new`: an initial notification reads the value.
-    @usableFromInline
-    let readsInitialValue: Bool
 
     @inlinable
     init(
@@ -717,29 +714,44 @@ final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>
         self.observer = observer
         self.block = block
         self.unmanagedKeyPath = unmanagedKeyPath
-        self.readsInitialValue = readsInitialValue
-        // Captures nothing: reads the box it is handed (see EngineObservation).
-        super.init { change, box in
-            let box = unsafeDowncast(box, to: ControllerObservation<Observer, Object, Value>.self)
-            guard let observer = box.observer else {
-                // The observer is gone: never call it again; remove without
-                // taking the writer lock on this dispatch path.
-                Engine.unobserveDeferred(box.token)
-                return
+        // Capture nothing: they read the box they are handed (see
+        // EngineObservation). Two literal closures, so that neither captures
+        // whether the observation asked for `.new`.
+        if readsInitialValue {
+            super.init { change, box in
+                ControllerObservation.deliver(change, to: box, readsInitialValue: true)
             }
-            change.withObject(as: Object.self) { object in
-                if change.isPlain {
-                    box.block(observer, object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
-                } else {
-                    box.deliverGeneral(change, of: observer, object)
-                }
+        } else {
+            super.init { change, box in
+                ControllerObservation.deliver(change, to: box, readsInitialValue: false)
+            }
+        }
+    }
+
+    /// The delivery function's body.
+    @inlinable @inline(__always)
+    static func deliver(_ change: EngineChange, to box: EngineObservation, readsInitialValue: Bool) {
+        let box = unsafeDowncast(box, to: ControllerObservation<Observer, Object, Value>.self)
+        guard let observer = box.observer else {
+            // The observer is gone: never call it again; remove without
+            // taking the writer lock on this dispatch path.
+            Engine.unobserveDeferred(box.token)
+            return
+        }
+        change.withObject(as: Object.self) { object in
+            if change.isPlain {
+                box.block(observer, object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
+            } else {
+                box.deliverGeneral(change, of: observer, object, readsInitialValue: readsInitialValue)
             }
         }
     }
 
     /// Delivers a change that is not ``EngineChange/isPlain``; out of line.
     @inlinable @inline(never)
-    func deliverGeneral(_ change: EngineChange, of observer: Observer, _ object: Object) {
+    func deliverGeneral(
+        _ change: EngineChange, of observer: Observer, _ object: Object, readsInitialValue: Bool
+    ) {
         Deliveries.deliverGeneral(
             change, of: object,
             keyPath: unsafeDowncast(unmanagedKeyPath.takeUnretainedValue(), to: KeyPath<Object, Value>.self),
