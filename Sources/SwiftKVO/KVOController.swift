@@ -75,7 +75,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     typealias ObjectRecord = KVOControllerRecord
     typealias Removal = KVOControllerRemoval
 
-    private let records = LockedState<[UInt: ObjectRecord]>([:])
+    private let records = LockedState(KVOControllerRecords())
 
     /// Creates a controller for `observer`.
     ///
@@ -338,7 +338,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         var released: [ObjectRecord] = []
         let removals: [Removal] = records.withLock { records in
             released = Array(records.values)
-            records = [:]
+            records = KVOControllerRecords()
             return released.flatMap { $0.entries.values.map(Self.removal(of:)) }
         }
         let removed = Self.perform(removals)
@@ -523,7 +523,7 @@ class KVOControllerEntry: SelfRemovingObservation, @unchecked Sendable {
     // the controller's table. Written once by `file(address:key:records:)`.
     @exclusivity(unchecked) private(set) var address: UInt = 0
     @exclusivity(unchecked) private(set) var key: UInt = 0
-    @exclusivity(unchecked) private var records: LockedState<[UInt: KVOControllerRecord]>?
+    @exclusivity(unchecked) private var records: LockedState<KVOControllerRecords>?
     /// Set once the entry left the table, so that its release skips the lock
     /// (a stale `false` only costs the lookup).
     private let detached = Atomic<Bool>(false)
@@ -538,7 +538,7 @@ class KVOControllerEntry: SelfRemovingObservation, @unchecked Sendable {
     }
 
     /// Notes where the entry is filed; called once, before it is filed.
-    func file(address: UInt, key: UInt, records: LockedState<[UInt: KVOControllerRecord]>) {
+    func file(address: UInt, key: UInt, records: LockedState<KVOControllerRecords>) {
         self.address = address
         self.key = key
         self.records = records
@@ -619,6 +619,38 @@ final class KVOControllerRecord {
     }
 
     var object: AnyObject? { strongObject ?? weakObject }
+}
+
+/// A ``KVOController``'s records, by observed object's address: one inline,
+/// the others in a dictionary, used only while more than one object is
+/// observed. Most controllers observe one object (a view model its model),
+/// and a dictionary of one takes about 112 bytes. An address is filed in at
+/// most one of the two.
+struct KVOControllerRecords {
+    private var single: (address: UInt, record: KVOControllerRecord)?
+    private var others: [UInt: KVOControllerRecord] = [:]
+
+    /// Every record.
+    var values: [KVOControllerRecord] {
+        (single.map { [$0.record] } ?? []) + others.values
+    }
+
+    /// The record of the object at `address`; assigning `nil` removes it.
+    subscript(address: UInt) -> KVOControllerRecord? {
+        get {
+            if let single, single.address == address { return single.record }
+            return others.isEmpty ? nil : others[address]
+        }
+        set {
+            if let current = single, current.address == address {
+                single = newValue.map { (address, $0) }
+            } else if (!others.isEmpty && others[address] != nil) || (newValue != nil && single != nil) {
+                others[address] = newValue
+            } else if let newValue {
+                single = (address, newValue)
+            }
+        }
+    }
 }
 
 /// One object's entries in a ``KVOController``, each under its

@@ -184,6 +184,27 @@ import Testing
         #expect(balances.count == 1)
     }
 
+    @Test func objectsObservedOneAfterAnotherStayObservedUntilEachIsUnobserved() throws {
+        // The first object's record sits apart from the others': removing it
+        // and observing new objects must keep every other record reachable.
+        let observer = Observer()
+        let kvo = KVOController(observer: observer)
+        let accounts = (0..<4).map { Account(name: "\($0)") }
+        let counter = Counter()
+        for account in accounts.prefix(3) {
+            try kvo.observe(account, \.name) { _, _, _ in counter.increment() }
+        }
+        #expect(kvo.unobserve(accounts[0]) == 1)
+        try kvo.observe(accounts[3], \.name) { _, _, _ in counter.increment() }
+        #expect(try !kvo.observe(accounts[1], \.name) { _, _, _ in })  // still observed
+        for account in accounts { account.name = "changed" }
+        #expect(counter.count == 3)
+        #expect(kvo.unobserve(accounts[3]) == 1)
+        #expect(kvo.unobserveAll() == 2)
+        for account in accounts { account.name = "again" }
+        #expect(counter.count == 3)
+    }
+
     @Test func deallocatedControllerDeliversNothing() throws {
         let observer = Observer()
         let account = Account()
