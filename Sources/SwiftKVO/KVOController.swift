@@ -609,16 +609,31 @@ enum KVOControllerKey {
 /// What a ``KVOController`` observes on one object: the object (strongly or
 /// weakly held) and an entry per observed property.
 final class KVOControllerRecord {
-    var strongObject: AnyObject?
-    weak var weakObject: AnyObject?
+    /// The object itself when retained; otherwise a ``WeakObject`` holding
+    /// it. One field for both, so that a record is a 48-byte heap block.
+    private let reference: AnyObject
     /// Accessed only under the controller's lock (see ``KVOControllerEntry``).
     @exclusivity(unchecked) var entries = KVOControllerEntries()
 
-    init(object: AnyObject, retains: Bool) {
-        if retains { strongObject = object } else { weakObject = object }
+    /// Holds a weakly referenced observed object.
+    private final class WeakObject {
+        weak var object: AnyObject?
+        init(_ object: AnyObject) { self.object = object }
     }
 
-    var object: AnyObject? { strongObject ?? weakObject }
+    init(object: AnyObject, retains: Bool) {
+        reference = retains ? object : WeakObject(object)
+    }
+
+    /// The object; `nil` once a weakly held one died.
+    var object: AnyObject? {
+        // An exact class check, not a cast: no observed object is a
+        // `WeakObject` (a private class).
+        guard ObjectIdentifier(type(of: reference)) == ObjectIdentifier(WeakObject.self) else {
+            return reference
+        }
+        return unsafeDowncast(reference, to: WeakObject.self).object
+    }
 }
 
 /// A ``KVOController``'s records, by observed object's address: one inline,
