@@ -28,6 +28,9 @@ protocol Peer: Sendable {
     /// One object per thread (`threads` of them), each observed by the same `observers`
     /// observers; `run(_:thread:)` is called from several threads at once (OwnObjects.swift).
     func makeContentionOwnObjects(observers: Int, threads: Int) -> (any ThreadIndexedFixture)?
+    /// Named notifications only: `makeContention`'s fixture whose callbacks also read the
+    /// notification's sender, as most real observers do.
+    func makeContentionReadingSender(observers: Int) -> (any Fixture)?
     /// `subjects` objects of one class, one in a hundred observed (none when `observed` is
     /// false); an iteration sets the next unobserved object, round-robin (SparseFixture.swift).
     func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)?
@@ -45,6 +48,7 @@ extension Peer {
     func makeNoObserverSetter() -> (any Fixture)? { nil }
     func makeContention(observers: Int) -> (any Fixture)? { nil }
     func makeContentionOwnObjects(observers: Int, threads: Int) -> (any ThreadIndexedFixture)? { nil }
+    func makeContentionReadingSender(observers: Int) -> (any Fixture)? { nil }
     func makeSparse(subjects: Int, observed: Bool) -> (any Fixture)? { nil }
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? { nil }
     func measureMemory(observations: Int, perObject: Bool) -> MemorySample? { nil }

@@ -13,7 +13,7 @@ struct Report {
             out += "\n## \(workload.title)\n\n"
             switch workload.kind {
             case .memory: out += memoryTable(workload)
-            case .contention, .contentionOwnObjects: out += contentionTable(workload)
+            case .contention, .contentionOwnObjects, .contentionReadingSender: out += contentionTable(workload)
             case .sparse: out += sparseTable(workload)
             default: out += timingTable(workload)
             }

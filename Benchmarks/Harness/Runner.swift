@@ -39,14 +39,16 @@ struct Runner {
             toRun = peers.filter { peer in toRun.contains { $0.id == peer.id } }
             var results: [PeerResult]
             switch spec.kind {
-            case .memory, .contention, .contentionOwnObjects: results = toRun.map { run(spec, on: $0) }
+            case .memory, .contention, .contentionOwnObjects, .contentionReadingSender:
+                results = toRun.map { run(spec, on: $0) }
             case .sparse: results = runSparse(spec, on: toRun)
             default: results = runInterleaved(spec, on: toRun)
             }
             computeSpeedups(&results, kind: spec.kind)
             workloads.append(WorkloadResult(
                 name: spec.name, kind: spec.kind, size: spec.size, title: spec.title, unit: spec.unit,
-                threads: [.contention, .contentionOwnObjects].contains(spec.kind) ? threads : nil,
+                threads: [.contention, .contentionOwnObjects, .contentionReadingSender].contains(spec.kind)
+                    ? threads : nil,
                 results: results))
         }
         return (workloads, runExtras())
@@ -66,11 +68,13 @@ struct Runner {
                 peer.measureMemory(observations: spec.size, perObject: true)?.bytesPerObservation
             progress("\(label): \(format(oneKey.bytesPerObservation)) B/observation (one key)")
             return result
-        case .contention, .contentionOwnObjects:
+        case .contention, .contentionOwnObjects, .contentionReadingSender:
             let made: (any Fixture)? =
-                spec.kind == .contention
-                ? peer.makeContention(observers: spec.size)
-                : peer.makeContentionOwnObjects(observers: spec.size, threads: threads)
+                switch spec.kind {
+                case .contention: peer.makeContention(observers: spec.size)
+                case .contentionReadingSender: peer.makeContentionReadingSender(observers: spec.size)
+                default: peer.makeContentionOwnObjects(observers: spec.size, threads: threads)
+                }
             guard let fixture = made else {
                 progress("\(label): —")
                 return result
@@ -111,7 +115,7 @@ struct Runner {
             case .churn: fixture = peer.makeChurn(observers: spec.size, concurrentDispatcher: false)
             case .churnWithDispatcher:
                 fixture = peer.makeChurn(observers: spec.size, concurrentDispatcher: true)
-            case .memory, .contention, .contentionOwnObjects, .sparse: fixture = nil
+            case .memory, .contention, .contentionOwnObjects, .contentionReadingSender, .sparse: fixture = nil
             }
             if let fixture {
                 fixtures.append((i, fixture))

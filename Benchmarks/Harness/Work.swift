@@ -16,3 +16,12 @@ func observerDidChange(_ observer: BenchObserver) {
     cbench_tick()
     withExtendedLifetime(observer) {}
 }
+
+/// `observerDidChange`, for a notification callback that also reads the
+/// notification's sender (as most real observers do): the read is kept.
+@inline(__always)
+func observerDidChange<Sender>(_ observer: BenchObserver, sender: Sender) {
+    cbench_tick()
+    withExtendedLifetime(observer) {}
+    withExtendedLifetime(sender) {}
+}

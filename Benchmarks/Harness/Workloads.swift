@@ -8,6 +8,7 @@ enum WorkloadKind: String, Codable, Sendable {
     case sparse = "sparse-observation"
     case contention
     case contentionOwnObjects = "contention-own-objects"
+    case contentionReadingSender = "contention-reading-sender"
     case churn
     case churnWithDispatcher = "churn+dispatcher"
     case memory
@@ -49,6 +50,10 @@ struct WorkloadSpec: Sendable {
             kind: .contentionOwnObjects, size: 10, name: "contention-own-objects/10",
             title: "Contention: \(threads) threads, each changing its own object; the same 10 observers "
                 + "observe every object", unit: "callback"))
+        specs.append(WorkloadSpec(
+            kind: .contentionReadingSender, size: 10, name: "contention-reading-sender/10",
+            title: "Contention, named notifications: \(threads) threads posting to the same 10 weak observers; "
+                + "each callback reads the notification's sender", unit: "callback"))
         specs.append(WorkloadSpec(
             kind: .churn, size: 100, name: "churn/100",
             title: "Churn: observe + unobserve on a key with 100 observers", unit: "pair"))

@@ -25,9 +25,14 @@ struct NotificationCenterPeer: FixtureFactories {
     }
 
     static func observe(
-        _ subject: Subject, in center: NotificationCenter, observer: BenchObserver
+        _ subject: Subject, in center: NotificationCenter, observer: BenchObserver, readingSender: Bool = false
     ) -> NSObjectProtocol {
-        center.addObserver(forName: valueDidChange, object: subject, queue: nil) { [observer] _ in
+        if readingSender {
+            return center.addObserver(forName: valueDidChange, object: subject, queue: nil) { [observer] note in
+                observerDidChange(observer, sender: note.object)
+            }
+        }
+        return center.addObserver(forName: valueDidChange, object: subject, queue: nil) { [observer] _ in
             observerDidChange(observer)
         }
     }
@@ -39,12 +44,17 @@ struct NotificationCenterPeer: FixtureFactories {
         let unitsPerIteration: Int
         var unitsAreCallbacks: Bool { observers > 0 }
         let observers: Int
-        init(observers: Int) {
+        convenience init(observers: Int) {
+            self.init(observers: observers, readingSender: false)
+        }
+        init(observers: Int, readingSender: Bool) {
             self.observers = observers
             unitsPerIteration = max(observers, 1)
             subject = Subject(center: center)
             for _ in 0..<observers {
-                tokens.append(NotificationCenterPeer.observe(subject, in: center, observer: BenchObserver()))
+                tokens.append(
+                    NotificationCenterPeer.observe(
+                        subject, in: center, observer: BenchObserver(), readingSender: readingSender))
             }
         }
         func run(_ iterations: Int) {
@@ -91,6 +101,10 @@ struct NotificationCenterPeer: FixtureFactories {
             let token = NotificationCenterPeer.observe(subject, in: center, observer: observer)
             center.removeObserver(token)
         }
+    }
+
+    func makeContentionReadingSender(observers: Int) -> (any Fixture)? {
+        FanOut(observers: observers, readingSender: true)
     }
 
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {

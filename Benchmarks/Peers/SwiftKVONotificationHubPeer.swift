@@ -32,8 +32,14 @@ struct SwiftKVONotificationHubPeer: FixtureFactories {
         }
     }
 
-    static func observe(_ subject: Subject, observer: BenchObserver) {
+    static func observe(_ subject: Subject, observer: BenchObserver, readingSender: Bool = false) {
         // Only an out-of-memory engine refuses a hub registration.
+        if readingSender {
+            try! NotificationHub.default.addObserver(observer, name: valueDidChange, object: subject) { observer, note in
+                observerDidChange(observer, sender: note.object)
+            }
+            return
+        }
         try! NotificationHub.default.addObserver(observer, name: valueDidChange, object: subject) { observer, _ in
             observerDidChange(observer)
         }
@@ -48,11 +54,14 @@ struct SwiftKVONotificationHubPeer: FixtureFactories {
         var observers: [BenchObserver] = []
         let unitsPerIteration: Int
         var unitsAreCallbacks: Bool { !observers.isEmpty }
-        init(observers count: Int) {
+        convenience init(observers count: Int) {
+            self.init(observers: count, readingSender: false)
+        }
+        init(observers count: Int, readingSender: Bool) {
             unitsPerIteration = max(count, 1)
             for _ in 0..<count {
                 let observer = BenchObserver()
-                SwiftKVONotificationHubPeer.observe(subject, observer: observer)
+                SwiftKVONotificationHubPeer.observe(subject, observer: observer, readingSender: readingSender)
                 observers.append(observer)
             }
         }
@@ -100,6 +109,10 @@ struct SwiftKVONotificationHubPeer: FixtureFactories {
             SwiftKVONotificationHubPeer.unobserve(subject, observer: observer)
         }
         func tearDown() { NotificationHub.default.removeObserver(observer) }
+    }
+
+    func makeContentionReadingSender(observers: Int) -> (any Fixture)? {
+        FanOut(observers: observers, readingSender: true)
     }
 
     func makeChurn(observers: Int, concurrentDispatcher: Bool) -> (any Fixture)? {

@@ -176,16 +176,20 @@ enum Engine {
         var token: EngineToken = 0
         let status = withUnsafeMutablePointer(to: &token) { tokenSlot in
             unmanaged._withUnsafeGuaranteedRef { box in
-                box.beginRegistration(tokenSlot: tokenSlot)
                 // Each box is a fresh object the engine keeps alive until it
                 // releases it, so its address is in no other live observation.
-                let status = ckvo_observe(
-                    hub, object, key,
-                    ckvo_options_t(options.rawValue) | CKVO_OPTION_UNIQUE_CONTEXT, owner,
-                    dispatchTrampoline, unmanaged.toOpaque(), releaseTrampoline, tokenSlot)
-                box.endRegistration(succeeded: status == CKVO_OK)
-                return status
+                let register = {
+                    ckvo_observe(
+                        hub, object, key,
+                        ckvo_options_t(options.rawValue) | CKVO_OPTION_UNIQUE_CONTEXT, owner,
+                        dispatchTrampoline, unmanaged.toOpaque(), releaseTrampoline, tokenSlot)
+                }
+                guard box.keepsToken else { return register() }
+                return EngineRegistrations.registering(box, tokenSlot: tokenSlot, register)
             }
+        }
+        if status == CKVO_OK {
+            unmanaged._withUnsafeGuaranteedRef { $0.publish(token) }
         }
         if let error = error(status) {
             // The engine never calls `release` after a failed observe.
@@ -494,7 +498,7 @@ extension Optional: OptionalValue {
 
 /// The one C callback for every Swift observation: borrows the box at +0
 /// (the engine keeps it alive until after a grace period) and calls its
-/// delivery closure, held in a `let`.
+/// delivery function, held in a `let`.
 private let dispatchTrampoline: ckvo_callback_t = { change, context in
     // The engine never passes NULL for either.
     Unmanaged<EngineObservation>.fromOpaque(context.unsafelyUnwrapped)._withUnsafeGuaranteedRef { box in
@@ -505,5 +509,7 @@ private let dispatchTrampoline: ckvo_callback_t = { change, context in
 /// Balances the reference `Engine.observe` passed as context, exactly once.
 private let releaseTrampoline: ckvo_release_t = { context in
     guard let context else { return }
-    Unmanaged<EngineObservation>.fromOpaque(context).release()
+    let box = Unmanaged<EngineObservation>.fromOpaque(context)
+    box._withUnsafeGuaranteedRef { $0.engineReleased() }
+    box.release()
 }

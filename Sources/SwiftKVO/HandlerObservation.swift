@@ -7,7 +7,9 @@
 
 /// The box of a token observation: the handler and what its changes are built
 /// from. Its delivery function captures nothing (it reads these fields from
-/// the box it is handed), so a delivery is one direct call into it.
+/// the box it is handed), so a delivery is one direct call into it. Four
+/// words besides the object header, a 64-byte heap block: whether the
+/// observation asked for `.new` is which delivery function it holds.
 @usableFromInline
 final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @unchecked Sendable {
     @usableFromInline
@@ -16,9 +18,6 @@ final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @un
     /// of its type: held without a reference count.
     @usableFromInline
     let unmanagedKeyPath: Unmanaged<AnyKeyPath>
-    /// The observation asked for `.new`: an initial notification reads the value.
-    @usableFromInline
-    let readsInitialValue: Bool
 
     @inlinable
     init(
@@ -27,19 +26,31 @@ final class HandlerObservation<Object: AnyObject, Value>: EngineObservation, @un
     ) {
         self.handler = handler
         self.unmanagedKeyPath = unmanagedKeyPath
-        self.readsInitialValue = readsInitialValue
-        super.init { change, box in
-            let box = unsafeDowncast(box, to: HandlerObservation<Object, Value>.self)
-            guard change.isPlain else { return box.deliverGeneral(change) }
-            change.withObject(as: Object.self) { object in
-                box.handler(object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
+        // Two literal closures, so that neither captures the flag.
+        if readsInitialValue {
+            super.init { change, box in
+                HandlerObservation.deliver(change, to: box, readsInitialValue: true)
             }
+        } else {
+            super.init { change, box in
+                HandlerObservation.deliver(change, to: box, readsInitialValue: false)
+            }
+        }
+    }
+
+    /// The delivery function's body.
+    @inlinable @inline(__always)
+    static func deliver(_ change: EngineChange, to box: EngineObservation, readsInitialValue: Bool) {
+        let box = unsafeDowncast(box, to: HandlerObservation<Object, Value>.self)
+        guard change.isPlain else { return box.deliverGeneral(change, readsInitialValue: readsInitialValue) }
+        change.withObject(as: Object.self) { object in
+            box.handler(object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
         }
     }
 
     /// Delivers a change that is not ``EngineChange/isPlain``; out of line.
     @inlinable @inline(never)
-    func deliverGeneral(_ change: EngineChange) {
+    func deliverGeneral(_ change: EngineChange, readsInitialValue: Bool) {
         change.withObject(as: Object.self) { object in
             Deliveries.deliverGeneral(
                 change, of: object,

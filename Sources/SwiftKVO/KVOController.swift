@@ -75,7 +75,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     typealias ObjectRecord = KVOControllerRecord
     typealias Removal = KVOControllerRemoval
 
-    private let records = LockedState<[UInt: ObjectRecord]>([:])
+    private let records = LockedState(KVOControllerRecords())
 
     /// Creates a controller for `observer`.
     ///
@@ -122,7 +122,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
             return try observeChain(object, keyPath, resolved: resolved, options: options, block: block)
         }
         let box = Deliveries.controller(
-            observer: observer, keyPath: keyPath, resolved: resolved, options: options, block: block)
+            observer: observer, resolved: resolved, options: options, block: block)
         return try register(object, resolved: resolved, options: options, box: box)
     }
 
@@ -338,7 +338,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         var released: [ObjectRecord] = []
         let removals: [Removal] = records.withLock { records in
             released = Array(records.values)
-            records = [:]
+            records = KVOControllerRecords()
             return released.flatMap { $0.entries.values.map(Self.removal(of:)) }
         }
         let removed = Self.perform(removals)
@@ -355,31 +355,28 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
 
     /// The removal of `entry`, decided under the lock.
     private static func removal(of entry: Entry) -> Removal {
-        // The box is read before the entry is marked detached: until then its
-        // release waits for this lock (`forget()`), so it is still alive.
-        let token = entry.box?.token ?? 0
         defer { entry.detach() }
         if entry.registering {
             entry.cancelled = true
             // The registering thread (an initial callback) already has the
-            // token; another thread leaves the removal to it.
-            return Removal(
-                token: entry.thread == currentThreadID() ? token : 0, chain: nil,
-                cancelsRegistration: true)
+            // token (`token` reads it there); another thread reads 0 and
+            // leaves the removal to it.
+            return Removal(token: entry.token, chain: nil, cancelsRegistration: true)
         }
-        return Removal(token: token, chain: entry.chain, cancelsRegistration: false)
+        return Removal(token: entry.token, chain: entry.chain, cancelsRegistration: false)
     }
 
     // MARK: Internals
 
     @usableFromInline
-    func register<Object: KeyValueObservable>(
+    func register<Object: KeyValueObservable, Value>(
         _ object: Object, resolved: ResolvedKeyPath, options: ObservingOptions,
-        box: EngineObservation
+        box: ControllerObservation<Observer, Object, Value>
     ) throws(KVOError) -> Bool {
         let address = Engine.address(of: object)
         let keyID = KVOControllerKey.of(resolved)
-        let entry = Entry(box: box, thread: currentThreadID(), address: address, key: keyID, records: records)
+        let entry: Entry = box
+        entry.file(address: address, key: keyID, records: records)
         var released: [ObjectRecord] = []
         let duplicate: Bool = records.withLock { records in
             var record = records[address]
@@ -401,11 +398,6 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         }
         released.removeAll()
         if duplicate { return false }
-        // The entry does not retain its box, so once the engine releases the
-        // box (the observation was removed: unobserved, its observer found
-        // dead by a dispatch, or its object deinitialized) the block and its
-        // captures go, and this drops what is left of the entry.
-        box.onRelease = { [entry] in entry.forget() }
         object.kvoRegistrar.attach(object)
         let error: KVOError?
         do {
@@ -429,7 +421,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         }
         released.removeAll()
         if let error { throw error }
-        if cancelled { Engine.unobserve(box.token) }
+        if cancelled { Engine.unobserve(entry.token) }
         return true
     }
 
@@ -441,7 +433,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     ) throws(KVOError) -> Bool {
         let address = Engine.address(of: object)
         let keyID = KVOControllerKey.of(resolved)
-        let entry = Entry(box: nil, thread: currentThreadID(), address: address, key: keyID, records: records)
+        let entry = KVOControllerChainEntry()
+        entry.file(address: address, key: keyID, records: records)
         // A dead object's record displaced at a reused address is released
         // after the lock, as in `register` (its entries' tokens end chains,
         // which runs engine writers and their release callbacks).
@@ -479,7 +472,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
         let token = try? outcome.get()
         let cancelled: Bool = records.withLock { records in
             entry.registering = false
-            entry.chain = token
+            entry.chainToken = token
             if token == nil, let record = records[address], record.entries[keyID] === entry {
                 record.entries[keyID] = nil
                 if record.entries.isEmpty { records[address] = nil }
@@ -511,57 +504,63 @@ struct KVOControllerRemoval {
     }
 }
 
-/// One registration of a ``KVOController``: its box, or its chain's token.
+/// One registration of a ``KVOController``, as filed in its table: the
+/// engine's box itself (``ControllerObservation``), or a key-path chain's
+/// entry (``KVOControllerChainEntry``), which the engine never sees.
 ///
-/// `@unchecked Sendable`: its fields are read, and the mutable ones written,
-/// only under the controller's lock.
-final class KVOControllerEntry: @unchecked Sendable {
-    /// Not retained: the engine owns the box (and with it the block and what
-    /// it captures) until it releases it. The box's deinit removes this entry
-    /// from the table under the controller's lock (``forget()``), so the box
-    /// is alive whenever the entry is found in the table under that lock; a
-    /// weak reference would cost every registration a side table.
-    unowned(unsafe) let box: EngineObservation?
-    let thread: UInt
-    /// Where the entry is filed: the observed object's address, its key, and
-    /// the controller's table.
-    let address: UInt
-    let key: UInt
-    let records: LockedState<[UInt: KVOControllerRecord]>
-    /// Set once the entry left the table, so that the box's release skips
-    /// the lock (a stale `false` only costs the lookup).
+/// The table holds its entries; the engine holds a box until it releases it
+/// (the observation was removed: unobserved, its observer found dead by a
+/// dispatch, or its object deinitialized), and that release removes the box
+/// from the table if it is still there (``engineReleased()``), so the block
+/// and what it captures go with it, even while the controller lives on.
+///
+/// `@unchecked Sendable`: where it is filed is written once, before the entry
+/// is filed or registered; its mutable flags are read and written only under
+/// the controller's lock.
+@usableFromInline
+class KVOControllerEntry: SelfRemovingObservation, @unchecked Sendable {
+    // Where the entry is filed: the observed object's address, its key, and
+    // the controller's table. Written once by `file(address:key:records:)`.
+    @exclusivity(unchecked) private(set) var address: UInt = 0
+    @exclusivity(unchecked) private(set) var key: UInt = 0
+    @exclusivity(unchecked) private var records: LockedState<KVOControllerRecords>?
+    /// Set once the entry left the table, so that its release skips the lock
+    /// (a stale `false` only costs the lookup).
     private let detached = Atomic<Bool>(false)
     // The mutable fields below are accessed only under the controller's lock,
     // which is their exclusivity: accesses skip the runtime's dynamic check.
     @exclusivity(unchecked) var registering = true
     @exclusivity(unchecked) var cancelled = false
-    /// For a key-path chain: the chain's token.
-    @exclusivity(unchecked) var chain: ObservationToken?
 
-    init(
-        box: EngineObservation?, thread: UInt, address: UInt, key: UInt,
-        records: LockedState<[UInt: KVOControllerRecord]>
-    ) {
-        self.box = box
-        self.thread = thread
+    @usableFromInline
+    override init(deliver: @escaping (EngineChange, EngineObservation) -> Void) {
+        super.init(deliver: deliver)
+    }
+
+    /// Notes where the entry is filed; called once, before it is filed.
+    func file(address: UInt, key: UInt, records: LockedState<KVOControllerRecords>) {
         self.address = address
         self.key = key
         self.records = records
     }
 
-    /// Marks the entry as taken out of the table, under the lock and after
-    /// the last read of its box: `forget()` then returns without the lock,
-    /// and the box may be freed.
+    /// For a key-path chain: the chain's token.
+    var chain: ObservationToken? { nil }
+
+    override func engineReleased() { forget() }
+
+    /// Marks the entry as taken out of the table, under the lock: its
+    /// release then returns without the lock.
     func detach() { detached.store(true, ordering: .releasing) }
 
     /// Removes the entry from the table if it is still there, once the engine
-    /// released its box. Runs where the engine releases observations (after a
+    /// released it. Runs where the engine releases observations (after a
     /// registration or removal, outside every engine lock), never on a
     /// notification path. A record left empty is released after the lock:
     /// with it goes a retained observed object, whose deinit may call back
     /// into the controller.
     func forget() {
-        guard !detached.load(ordering: .acquiring) else { return }
+        guard !detached.load(ordering: .acquiring), let records else { return }
         let released: KVOControllerRecord? = records.withLock { records in
             guard let record = records[address], record.entries[key] === self else { return nil }
             record.entries[key] = nil
@@ -571,6 +570,19 @@ final class KVOControllerEntry: @unchecked Sendable {
         }
         withExtendedLifetime(released) {}
     }
+}
+
+/// A key-path chain's entry in a ``KVOController``'s table: the chain is an
+/// observation of its own (a token), so the engine never holds this entry.
+final class KVOControllerChainEntry: KVOControllerEntry, @unchecked Sendable {
+    /// Accessed only under the controller's lock.
+    @exclusivity(unchecked) var chainToken: ObservationToken?
+
+    init() {
+        super.init { _, _ in }  // never registered, never delivered to
+    }
+
+    override var chain: ObservationToken? { chainToken }
 }
 
 /// What a ``KVOController`` files an entry under: the observed property, not
@@ -597,60 +609,202 @@ enum KVOControllerKey {
 /// What a ``KVOController`` observes on one object: the object (strongly or
 /// weakly held) and an entry per observed property.
 final class KVOControllerRecord {
-    var strongObject: AnyObject?
-    weak var weakObject: AnyObject?
+    /// The object itself when retained; otherwise a ``WeakObject`` holding
+    /// it. One field for both, so that a record is a 48-byte heap block.
+    private let reference: AnyObject
     /// Accessed only under the controller's lock (see ``KVOControllerEntry``).
-    @exclusivity(unchecked) var entries: [UInt: KVOControllerEntry] = [:]
+    @exclusivity(unchecked) var entries = KVOControllerEntries()
 
-    init(object: AnyObject, retains: Bool) {
-        if retains { strongObject = object } else { weakObject = object }
+    /// Holds a weakly referenced observed object.
+    private final class WeakObject {
+        weak var object: AnyObject?
+        init(_ object: AnyObject) { self.object = object }
     }
 
-    var object: AnyObject? { strongObject ?? weakObject }
+    init(object: AnyObject, retains: Bool) {
+        reference = retains ? object : WeakObject(object)
+    }
+
+    /// The object; `nil` once a weakly held one died.
+    var object: AnyObject? {
+        // An exact class check, not a cast: no observed object is a
+        // `WeakObject` (a private class).
+        guard ObjectIdentifier(type(of: reference)) == ObjectIdentifier(WeakObject.self) else {
+            return reference
+        }
+        return unsafeDowncast(reference, to: WeakObject.self).object
+    }
+}
+
+/// A ``KVOController``'s records, by observed object's address: one inline,
+/// the others in a dictionary, used only while more than one object is
+/// observed. Most controllers observe one object (a view model its model),
+/// and a dictionary of one takes about 112 bytes. An address is filed in at
+/// most one of the two.
+struct KVOControllerRecords {
+    private var single: (address: UInt, record: KVOControllerRecord)?
+    private var others: [UInt: KVOControllerRecord] = [:]
+
+    /// Every record.
+    var values: [KVOControllerRecord] {
+        (single.map { [$0.record] } ?? []) + others.values
+    }
+
+    /// The record of the object at `address`; assigning `nil` removes it.
+    subscript(address: UInt) -> KVOControllerRecord? {
+        get {
+            if let single, single.address == address { return single.record }
+            return others.isEmpty ? nil : others[address]
+        }
+        set {
+            if let current = single, current.address == address {
+                single = newValue.map { (address, $0) }
+            } else if (!others.isEmpty && others[address] != nil) || (newValue != nil && single != nil) {
+                others[address] = newValue
+            } else if let newValue {
+                single = (address, newValue)
+            }
+        }
+    }
+}
+
+/// One object's entries in a ``KVOController``, each under its
+/// ``KVOControllerKey``: the first inline, any others in an array, searched
+/// linearly, since one observer observes few properties of one object — O(k)
+/// for k observed properties. The usual single entry costs no allocation
+/// beyond its record (a dictionary of one took about 112 bytes).
+struct KVOControllerEntries {
+    private var first: KVOControllerEntry?
+    private var rest: [KVOControllerEntry] = []
+
+    var isEmpty: Bool { first == nil }
+
+    /// Every entry, in the order they were filed.
+    var values: [KVOControllerEntry] {
+        guard let first else { return [] }
+        return [first] + rest
+    }
+
+    /// The entry filed under `key`; assigning `nil` removes it.
+    subscript(key: UInt) -> KVOControllerEntry? {
+        get {
+            if let first, first.key == key { return first }
+            return rest.first { $0.key == key }
+        }
+        set {
+            if let current = first, current.key == key {
+                if let newValue {
+                    first = newValue
+                } else {
+                    first = rest.isEmpty ? nil : rest.removeFirst()
+                }
+            } else if let index = rest.firstIndex(where: { $0.key == key }) {
+                if let newValue { rest[index] = newValue } else { rest.remove(at: index) }
+            } else if let newValue {
+                if first == nil { first = newValue } else { rest.append(newValue) }
+            }
+        }
+    }
+
+    /// Files `entry` under `key`; returns the entry it replaced, if any.
+    mutating func updateValue(_ entry: KVOControllerEntry, forKey key: UInt) -> KVOControllerEntry? {
+        defer { self[key] = entry }
+        return self[key]
+    }
+
+    /// Removes and returns the entry filed under `key`, if any.
+    mutating func removeValue(forKey key: UInt) -> KVOControllerEntry? {
+        defer { self[key] = nil }
+        return self[key]
+    }
 }
 
 extension Deliveries {
     /// A box calling `block(observer, object, change)` while the observer lives.
     @inlinable
     static func controller<Observer: AnyObject, Object: AnyObject, Value>(
-        observer: Observer?, keyPath: KeyPath<Object, Value>, resolved: ResolvedKeyPath,
+        observer: Observer?, resolved: ResolvedKeyPath,
         options: ObservingOptions,
         block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
-    ) -> EngineObservation {
-        let unmanagedKeyPath = resolved.unmanagedKeyPath
-        let readsInitialValue = options.contains(.new)
-        let weakObserver = WeakReference(observer)
-        return EngineObservation { change, box in
-            guard let observer = weakObserver.object else {
-                // The observer is gone: never call it again; remove without
-                // taking the writer lock on this dispatch path.
-                Engine.unobserveDeferred(box.token)
-                return
-            }
-            change.withObject(as: Object.self) { object in
-                if change.isPlain {
-                    block(observer, object, ObservedChange(plain: change, keyPath: unmanagedKeyPath))
-                } else {
-                    deliverGeneral(
-                        change, of: object, keyPath: keyPath, readsInitialValue: readsInitialValue,
-                        unmanagedKeyPath: unmanagedKeyPath
-                    ) { object, change in block(observer, object, change) }
-                }
-            }
-        }
+    ) -> ControllerObservation<Observer, Object, Value> {
+        ControllerObservation(
+            observer: observer, unmanagedKeyPath: resolved.unmanagedKeyPath,
+            readsInitialValue: options.contains(.new), block: block)
     }
 }
 
-/// A weak reference captured as a constant: reading it needs no dynamic
-/// exclusivity check (a `[weak x]` capture is a mutable variable, checked on
-/// every access).
+/// The box of a ``KVOController`` observation, which is also its entry in the
+/// controller's table: the weakly held observer, the block and what its
+/// changes are built from, read by its delivery function.
 @usableFromInline
-struct WeakReference<Object: AnyObject>: @unchecked Sendable {
+final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>: KVOControllerEntry,
+    @unchecked Sendable
+{
+    /// Written once, by the initializer: reads skip the dynamic exclusivity
+    /// check and load the reference in place (a weak reference inside a
+    /// struct field would be copied out, and the copy destroyed, on every
+    /// delivery).
     @usableFromInline
-    weak var object: Object?
+    @exclusivity(unchecked) weak var observer: Observer?
+    @usableFromInline
+    let block: @Sendable (Observer, Object, ObservedChange<Value>) -> Void
+    /// The registry's key path (immortal), equal to the observed one and so
+    /// of its type: held without a reference count.
+    @usableFromInline
+    let unmanagedKeyPath: Unmanaged<AnyKeyPath>
 
     @inlinable
-    init(_ object: Object?) { self.object = object }
+    init(
+        observer: Observer?, unmanagedKeyPath: Unmanaged<AnyKeyPath>, readsInitialValue: Bool,
+        block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
+    ) {
+        self.observer = observer
+        self.block = block
+        self.unmanagedKeyPath = unmanagedKeyPath
+        // Capture nothing: they read the box they are handed (see
+        // EngineObservation). Two literal closures, so that neither captures
+        // whether the observation asked for `.new`.
+        if readsInitialValue {
+            super.init { change, box in
+                ControllerObservation.deliver(change, to: box, readsInitialValue: true)
+            }
+        } else {
+            super.init { change, box in
+                ControllerObservation.deliver(change, to: box, readsInitialValue: false)
+            }
+        }
+    }
+
+    /// The delivery function's body.
+    @inlinable @inline(__always)
+    static func deliver(_ change: EngineChange, to box: EngineObservation, readsInitialValue: Bool) {
+        let box = unsafeDowncast(box, to: ControllerObservation<Observer, Object, Value>.self)
+        guard let observer = box.observer else {
+            // The observer is gone: never call it again; remove without
+            // taking the writer lock on this dispatch path.
+            Engine.unobserveDeferred(box.token)
+            return
+        }
+        change.withObject(as: Object.self) { object in
+            if change.isPlain {
+                box.block(observer, object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
+            } else {
+                box.deliverGeneral(change, of: observer, object, readsInitialValue: readsInitialValue)
+            }
+        }
+    }
+
+    /// Delivers a change that is not ``EngineChange/isPlain``; out of line.
+    @inlinable @inline(never)
+    func deliverGeneral(
+        _ change: EngineChange, of observer: Observer, _ object: Object, readsInitialValue: Bool
+    ) {
+        Deliveries.deliverGeneral(
+            change, of: object,
+            keyPath: unsafeDowncast(unmanagedKeyPath.takeUnretainedValue(), to: KeyPath<Object, Value>.self),
+            readsInitialValue: readsInitialValue, unmanagedKeyPath: unmanagedKeyPath
+        ) { object, change in block(observer, object, change) }
+    }
 }
 
 /// Opens a `PartialKeyPath` to its value type for ``KVOController/observe(_:keyPaths:options:block:)``.

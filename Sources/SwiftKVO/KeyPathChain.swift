@@ -88,7 +88,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
                     kind: .setting, oldValue: nil, newValue: new, indexes: [], isPrior: false,
                     isInitial: true, keyPath: chain.unmanagedKeyPath))
         }
-        return ObservationToken(composite: chain)
+        return CompositeObservationToken(composite: chain)
     }
 
     /// Observes links 1..<n (structural ones with prior, the leaf with the user's options).
@@ -114,18 +114,18 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
     private func makeStructuralBox() -> EngineObservation {
         // The box holds the chain strongly (the chain holds only tokens, no
         // cycle): it lives until the engine released every box.
-        EngineObservation { change, box in
-            self.structuralChange(change, box: box)
+        SelfRemovingObservation { change, box in
+            self.structuralChange(change, box: unsafeDowncast(box, to: SelfRemovingObservation.self))
         }
     }
 
     private func makeLeafBox() -> EngineObservation {
-        EngineObservation { change, box in
-            self.leafChange(change, box: box)
+        SelfRemovingObservation { change, box in
+            self.leafChange(change, box: unsafeDowncast(box, to: SelfRemovingObservation.self))
         }
     }
 
-    private func structuralChange(_ change: EngineChange, box: EngineObservation) {
+    private func structuralChange(_ change: EngineChange, box: SelfRemovingObservation) {
         guard let root else {
             Engine.unobserveDeferred(box.token)
             return
@@ -160,7 +160,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
                 indexes: [], isPrior: false, isInitial: false, keyPath: unmanagedKeyPath))
     }
 
-    private func leafChange(_ change: EngineChange, box: EngineObservation) {
+    private func leafChange(_ change: EngineChange, box: SelfRemovingObservation) {
         guard let root else {
             Engine.unobserveDeferred(box.token)
             return

@@ -1,41 +1,40 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Synchronization
 
 /// A value protected by a mutex, for registration-path bookkeeping only
 /// (never taken on a notification path, never held while user code or the
 /// engine runs). Like swift-nio's `NIOLockedValueBox`.
-final class LockedState<State>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// Accessed only inside `withLock`: the mutex is its exclusivity, so
-    /// each access skips the runtime's dynamic check.
-    @exclusivity(unchecked) private var state: State
+///
+/// A handle to one heap block holding both the value and the lock (the
+/// standard library's `Mutex`, one 32-bit word on Linux, where a
+/// `pthread_mutex_t` takes 40 bytes): copies of a `LockedState` share them.
+struct LockedState<State>: @unchecked Sendable {
+    private final class Storage {
+        let mutex = Mutex<Void>(())
+        /// Accessed only while `mutex` is held: the mutex is its exclusivity,
+        /// so each access skips the runtime's dynamic check.
+        @exclusivity(unchecked) var state: State
 
-    init(_ state: State) {
-        self.state = state
-        self.mutex = .allocate(capacity: 1)
-        self.mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
+        init(_ state: State) { self.state = state }
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+    private let storage: Storage
+
+    init(_ state: State) {
+        storage = Storage(state)
     }
 
     /// Runs `body` with the state, holding the lock.
     func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(mutex)
+        // Locked and unlocked around `body` directly: `Mutex.withLock` would
+        // require the result to be `sending`, which the callers' results
+        // (taken out of the state) are not.
+        storage.mutex._unsafeLock()
         #if DEBUG
         LockAudit.enter()
         defer { LockAudit.leave() }
         #endif
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
+        defer { storage.mutex._unsafeUnlock() }
+        return try body(&storage.state)
     }
 }
 

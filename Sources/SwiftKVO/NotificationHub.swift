@@ -84,14 +84,42 @@ public struct NotificationHub: Sendable {
         let token: EngineToken
     }
 
+    /// One registration in the hub's table: its name's key and its sender
+    /// filter's address (0 for any sender).
     private struct Entry {
         let registration: Registration
-        let name: Name
         let objectAddress: UInt
-        weak var observer: AnyObject?
+        let key: EngineKey
     }
 
-    private static let table = LockedState<(entries: [UInt: [Entry]], purgeAt: Int)>(([:], 64))
+    /// One observer's registrations, filed under its address: the observer,
+    /// held weakly (a dead one's registrations are found when its address is
+    /// reused, and by the periodic purge), and its entries, the first inline
+    /// (most observers register once; an array of one took an 80-byte block).
+    private struct Filed {
+        weak var observer: AnyObject?
+        var first: Entry
+        var rest: [Entry] = []
+
+        init(observer: AnyObject?, first: Entry) {
+            self.observer = observer
+            self.first = first
+        }
+
+        var entries: [Entry] { [first] + rest }
+
+        /// The entries `keep` accepts, refiled under the same observer (dead
+        /// or alive: a dead one's stay for the purge); `nil` if none is left.
+        func keeping(_ keep: (Entry) -> Bool) -> Filed? {
+            var kept = entries.filter(keep)
+            guard !kept.isEmpty else { return nil }
+            var filed = Filed(observer: observer, first: kept.removeFirst())
+            filed.rest = kept
+            return filed
+        }
+    }
+
+    private static let table = LockedState<(entries: [UInt: Filed], purgeAt: Int)>(([:], 64))
 
     @usableFromInline
     init() {}
@@ -135,19 +163,19 @@ public struct NotificationHub: Sendable {
     func add(
         _ box: EngineObservation, for observer: AnyObject, name: Name, sender: Sender
     ) throws(KVOError) -> Registration {
-        let registration = try register(box, name: name, sender: sender)
+        let (registration, key) = try register(box, name: name, sender: sender)
         let entry = Entry(
-            registration: registration, name: name,
-            objectAddress: sender.object.map { Engine.address(of: $0) } ?? 0, observer: observer)
+            registration: registration, objectAddress: sender.object.map { Engine.address(of: $0) } ?? 0,
+            key: key)
         let address = Engine.address(of: observer)
         var dead: [EngineToken] = []
         Self.table.withLock { table in
-            Self.file(entry, in: &table.entries[address, default: []], dead: &dead)
+            Self.file(entry, of: observer, in: &table.entries[address], dead: &dead)
             if table.entries.count >= table.purgeAt {
-                table.entries = table.entries.compactMapValues { entries in
-                    var entries = entries
-                    Self.takeIfDead(&entries, into: &dead)
-                    return entries.isEmpty ? nil : entries
+                table.entries = table.entries.compactMapValues { filed in
+                    guard filed.observer == nil else { return filed }
+                    dead.append(contentsOf: filed.entries.lazy.map(\.registration.token))
+                    return nil
                 }
                 table.purgeAt = max(64, table.entries.count * 2)
             }
@@ -159,21 +187,30 @@ public struct NotificationHub: Sendable {
         return registration
     }
 
-    /// Appends `entry` to its observer's entries (edited in place). Entries
-    /// there of an observer that died (the new one reuses its memory) are
-    /// not this observer's: they go first, their tokens into `dead`.
-    private static func file(_ entry: Entry, in entries: inout [Entry], dead: inout [EngineToken]) {
-        takeIfDead(&entries, into: &dead)
-        entries.append(entry)
+    /// Adds `entry` to `observer`'s registrations (edited in place). The
+    /// registrations filed there for an observer that died (the new one reuses
+    /// its memory) are not this observer's: they go, their tokens into `dead`.
+    /// A live observer filed at an address is the object at that address.
+    private static func file(
+        _ entry: Entry, of observer: AnyObject, in filed: inout Filed?, dead: inout [EngineToken]
+    ) {
+        if let current = filed, current.observer == nil {
+            dead.append(contentsOf: current.entries.lazy.map(\.registration.token))
+            filed = nil
+        }
+        if filed == nil {
+            filed = Filed(observer: observer, first: entry)
+        } else {
+            filed?.rest.append(entry)
+        }
     }
 
-    /// Empties `entries` into `dead` if their observer died. All entries of
-    /// one address belong to one observer (``file(_:in:dead:)`` keeps it
-    /// so), so the first one answers for all: one weak load.
-    private static func takeIfDead(_ entries: inout [Entry], into dead: inout [EngineToken]) {
-        guard let first = entries.first, first.observer == nil else { return }
-        dead.append(contentsOf: entries.lazy.map(\.registration.token))
-        entries.removeAll()
+    /// The entries of `filed`, or none — their tokens then in `dead` — if its
+    /// observer died (the caller's observer reuses its memory).
+    private static func live(_ filed: Filed, dead: inout [EngineToken]) -> [Entry] {
+        guard filed.observer == nil else { return filed.entries }
+        dead.append(contentsOf: filed.entries.lazy.map(\.registration.token))
+        return []
     }
 
     /// Registers `block` for notifications named `name`, until the returned
@@ -189,12 +226,9 @@ public struct NotificationHub: Sendable {
         forName name: Name, object: AnyObject? = nil,
         using block: @escaping @Sendable (HubNotification) -> Void
     ) throws(KVOError) -> ObservationToken {
-        let anchor = NotificationHub.self as AnyObject
         let sender = Sender(object)
-        let box = Self.makeBox(observer: anchor, sender: sender, strongObserver: true) { _, note in
-            block(note)
-        }
-        return ObservationToken(engineToken: try register(box, name: name, sender: sender).token)
+        let box = HubTokenObservation(pinnedSender: Self.pin(sender), block: block)
+        return ObservationToken(engineToken: try register(box, name: name, sender: sender).0.token)
     }
 
     // MARK: Posting
@@ -236,9 +270,8 @@ public struct NotificationHub: Sendable {
         let address = Engine.address(of: observer)
         var dead: [EngineToken] = []
         let entries: [Entry] = Self.table.withLock { table in
-            guard var entries = table.entries.removeValue(forKey: address) else { return [] }
-            Self.takeIfDead(&entries, into: &dead)
-            return entries
+            guard let filed = table.entries.removeValue(forKey: address) else { return [] }
+            return Self.live(filed, dead: &dead)
         }
         // Entries of a dead observer whose memory `observer` reuses are not
         // its registrations: removed, not counted.
@@ -255,19 +288,20 @@ public struct NotificationHub: Sendable {
     public func removeObserver(_ observer: AnyObject, name: Name, object: AnyObject? = nil) -> Int {
         let address = Engine.address(of: observer)
         let objectAddress = object.map { Engine.address(of: $0) }
+        // Every registered name has a key: one without never matches.
+        let key = name.keyIfEverObserved
         var removed: [EngineToken] = []
         var dead: [EngineToken] = []
         Self.table.withLock { table in
-            // Taken out and edited in place: the entries are not copied.
-            guard var entries = table.entries.removeValue(forKey: address) else { return }
-            Self.takeIfDead(&entries, into: &dead)  // a dead observer's, at a reused address
-            entries.removeAll { entry in
-                guard entry.name == name, objectAddress == nil || entry.objectAddress == objectAddress
-                else { return false }
+            guard let filed = table.entries.removeValue(forKey: address) else { return }
+            // A dead observer's, at a reused address, go to `dead`.
+            guard !Self.live(filed, dead: &dead).isEmpty else { return }
+            table.entries[address] = filed.keeping { entry in
+                guard key != 0, entry.key == key, objectAddress == nil || entry.objectAddress == objectAddress
+                else { return true }
                 removed.append(entry.registration.token)
-                return true
+                return false
             }
-            if !entries.isEmpty { table.entries[address] = entries }
         }
         for token in dead { Engine.unobserve(token) }
         return removed.count { Engine.unobserve($0) == nil }
@@ -281,10 +315,9 @@ public struct NotificationHub: Sendable {
     public func removeObserver(_ registration: Registration) -> Bool {
         let removed = Engine.unobserve(registration.token) == nil
         Self.table.withLock { table in
-            for (address, entries) in table.entries
-            where entries.contains(where: { $0.registration == registration }) {
-                let remaining = entries.filter { $0.registration != registration }
-                table.entries[address] = remaining.isEmpty ? nil : remaining
+            for (address, filed) in table.entries
+            where filed.entries.contains(where: { $0.registration == registration }) {
+                table.entries[address] = filed.keeping { $0.registration != registration }
             }
         }
         return removed
@@ -312,54 +345,40 @@ public struct NotificationHub: Sendable {
     /// observer's registrations, so the engine keeps no owner group for them.
     private func register(
         _ box: EngineObservation, name: Name, sender: Sender
-    ) throws(KVOError) -> Registration {
+    ) throws(KVOError) -> (Registration, EngineKey) {
         if let observed = sender.observable {
             observed.kvoRegistrar.attach(observed)
         }
         let key = name.internedKey()
         guard key != 0 else { throw .outOfMemory }  // the name could not be interned
-        return Registration(
-            token: try Engine.observe(
-                object: sender.object.map { Engine.address($0) }, key: key, options: .new,
-                owner: nil, box: box))
+        let token = try Engine.observe(
+            object: sender.object.map { Engine.address($0) }, key: key, options: .new,
+            owner: nil, box: box)
+        return (Registration(token: token), key)
     }
 
     @inlinable
     static func makeBox<Observer: AnyObject>(
-        observer: Observer, sender: Sender, strongObserver: Bool = false,
+        observer: Observer, sender: Sender,
         _ block: @escaping @Sendable (Observer, HubNotification) -> Void
     ) -> EngineObservation {
-        // A sender that is KeyValueObservable removes its observations when it
-        // dies (its registrar). Any other sender must never be mistaken for
-        // a new object at its address: the box holds it `unowned`, which
-        // keeps the dead sender's memory (not the object: it deinitializes
-        // as usual) allocated for as long as the box lives, so no other
-        // object can appear at its address and a post from that address
-        // always comes from the sender itself — no weak load per delivery.
-        let pinnedSender: SenderPin? =
-            sender.observable == nil ? sender.object.map(SenderPin.init(object:)) : nil
-        if strongObserver {
-            return EngineObservation { [observer, pinnedSender] change, _ in
-                withExtendedLifetime(pinnedSender) {}  // captured, never read
-                change.withNewObject(as: HubNotification.Contents.self) {
-                    block(observer, HubNotification(contents: $0))
-                }
-            }
-        }
-        let weakObserver = WeakReference(observer)
-        return EngineObservation { [pinnedSender] change, box in
-            guard let observer = weakObserver.object else {
-                withExtendedLifetime(pinnedSender) {}
-                Engine.unobserveDeferred(box.token)
-                return
-            }
-            change.withNewObject(as: HubNotification.Contents.self) {
-                block(observer, HubNotification(contents: $0))
-            }
-        }
+        HubObservation(observer: observer, pinnedSender: pin(sender), block: block)
     }
 
-    /// Pins a plain sender's memory (see `makeBox`).
+    /// What a box keeps of `sender`. A sender that is KeyValueObservable
+    /// removes its observations when it dies (its registrar). Any other
+    /// sender must never be mistaken for a new object at its address: the box
+    /// holds it `unowned`, which keeps the dead sender's memory (not the
+    /// object: it deinitializes as usual) allocated for as long as the box
+    /// lives, so no other object can appear at its address and a post from
+    /// that address always comes from the sender itself — no weak load per
+    /// delivery.
+    @inlinable
+    static func pin(_ sender: Sender) -> SenderPin? {
+        sender.observable == nil ? sender.object.map(SenderPin.init(object:)) : nil
+    }
+
+    /// Pins a plain sender's memory (see `pin(_:)`).
     @usableFromInline
     struct SenderPin {
         @usableFromInline
@@ -367,5 +386,61 @@ public struct NotificationHub: Sendable {
 
         @inlinable
         init(object: AnyObject) { self.object = object }
+    }
+}
+
+/// The box of a ``NotificationHub`` registration made with an observer: the
+/// weakly held observer and the block, read by its delivery function.
+@usableFromInline
+final class HubObservation<Observer: AnyObject>: SelfRemovingObservation, @unchecked Sendable {
+    /// Written once, by the initializer: reads skip the dynamic exclusivity
+    /// check and load the reference in place (a weak reference inside a
+    /// struct field would be copied out, and the copy destroyed, on every
+    /// delivery).
+    @usableFromInline
+    @exclusivity(unchecked) weak var observer: Observer?
+    @usableFromInline
+    let block: @Sendable (Observer, HubNotification) -> Void
+    /// Kept, never read (see `NotificationHub.pin(_:)`).
+    @usableFromInline
+    let pinnedSender: NotificationHub.SenderPin?
+
+    @inlinable
+    init(
+        observer: Observer, pinnedSender: NotificationHub.SenderPin?,
+        block: @escaping @Sendable (Observer, HubNotification) -> Void
+    ) {
+        self.observer = observer
+        self.pinnedSender = pinnedSender
+        self.block = block
+        // Captures nothing: reads the box it is handed (see EngineObservation).
+        super.init { change, box in
+            let box = unsafeDowncast(box, to: HubObservation<Observer>.self)
+            guard let observer = box.observer else {
+                Engine.unobserveDeferred(box.token)
+                return
+            }
+            change.withNewObject(as: HubNotification.Contents.self) {
+                box.block(observer, HubNotification(contents: $0))
+            }
+        }
+    }
+}
+
+/// The box of a token-style ``NotificationHub`` registration (no observer).
+final class HubTokenObservation: EngineObservation, @unchecked Sendable {
+    let block: @Sendable (HubNotification) -> Void
+    /// Kept, never read (see `NotificationHub.pin(_:)`).
+    let pinnedSender: NotificationHub.SenderPin?
+
+    init(pinnedSender: NotificationHub.SenderPin?, block: @escaping @Sendable (HubNotification) -> Void) {
+        self.pinnedSender = pinnedSender
+        self.block = block
+        super.init { change, box in
+            let box = unsafeDowncast(box, to: HubTokenObservation.self)
+            change.withNewObject(as: HubNotification.Contents.self) {
+                box.block(HubNotification(contents: $0))
+            }
+        }
     }
 }

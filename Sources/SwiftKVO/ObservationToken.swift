@@ -6,28 +6,23 @@ import Synchronization
 /// `NSKeyValueObservation`.
 ///
 /// Thread-safe: any method may be called from any thread, any number of times.
-public final class ObservationToken: Sendable {
+///
+/// Not `final` only so that a key-path chain's token (an internal subclass)
+/// can own its several registrations while a plain token stays one word: the
+/// class is not `open`, so it cannot be subclassed outside SwiftKVO.
+public class ObservationToken: @unchecked Sendable {  // one immutable atomic field; subclasses are internal and Sendable
     /// The engine token; 0 once invalidated (or for a failed registration).
     private let engineToken: Atomic<UInt64>
-    /// Composite observations (key-path chains) own several engine tokens.
-    private let composite: (any CompositeObservation)?
 
     @usableFromInline
     init(engineToken: EngineToken) {
         self.engineToken = Atomic(engineToken)
-        self.composite = nil
-    }
-
-    init(composite: any CompositeObservation) {
-        self.engineToken = Atomic(0)
-        self.composite = composite
     }
 
     /// Whether the token has not been invalidated yet (for a key-path chain:
     /// and its root is alive).
     public var isValid: Bool {
-        if let composite { return composite.isActive }
-        return engineToken.load(ordering: .acquiring) != 0
+        engineToken.load(ordering: .acquiring) != 0
     }
 
     /// Ends the observation. After it returns no notification that starts
@@ -43,7 +38,6 @@ public final class ObservationToken: Sendable {
     ///   the observed object died. Never crashes.
     @discardableResult
     public func invalidate() -> Bool {
-        if let composite { return composite.cancel() }
         let token = engineToken.exchange(0, ordering: .acquiringAndReleasing)
         return token != 0 && Engine.unobserve(token) == nil
     }
@@ -58,10 +52,6 @@ public final class ObservationToken: Sendable {
     ///   ``invalidate()`` instead. (A key-path chain observation is removed
     ///   without waiting in that case, and still throws.)
     public func invalidateAndWait() throws(KVOError) {
-        if let composite {
-            try composite.cancelAndWait()
-            return
-        }
         let token = engineToken.exchange(0, ordering: .acquiringAndReleasing)
         guard token != 0 else { return }
         if let error = Engine.unobserveAndWait(token) {
@@ -77,7 +67,29 @@ public final class ObservationToken: Sendable {
     deinit {
         // Usually invalidated already: a load spares the exchange's atomic
         // read-modify-write (nothing else can reach the token any more).
-        if composite != nil || engineToken.load(ordering: .relaxed) != 0 { invalidate() }
+        if engineToken.load(ordering: .relaxed) != 0 { invalidate() }
+    }
+}
+
+/// The token of an observation made of several engine registrations (a
+/// key-path chain): each method goes to the composite.
+final class CompositeObservationToken: ObservationToken, @unchecked Sendable {  // immutable
+    private let composite: any CompositeObservation
+
+    init(composite: any CompositeObservation) {
+        self.composite = composite
+        super.init(engineToken: 0)
+    }
+
+    override var isValid: Bool { composite.isActive }
+
+    @discardableResult
+    override func invalidate() -> Bool { composite.cancel() }
+
+    override func invalidateAndWait() throws(KVOError) { try composite.cancelAndWait() }
+
+    deinit {
+        _ = composite.cancel()
     }
 }
 

@@ -138,6 +138,73 @@ import Testing
         #expect(try kvo.observe(account, \.name) { _, _, _ in })
     }
 
+    @Test func unobservingAnOuterRegistrationFromANestedInitialCallbackStopsItAtOnce() throws {
+        // The outer observation is still being registered (its initial
+        // callback is running) when the nested one's initial callback removes
+        // it: the removal must find its token right away, so the change made
+        // next, still inside both registrations, does not reach it.
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        let outer = Counter()
+        try kvo.observe(account, \.name, options: .initial) { _, account, _ in
+            outer.increment()
+            guard outer.count == 1 else { return }
+            _ = try? kvo.observe(account, \.balance, options: .initial) { _, account, _ in
+                #expect(kvo.unobserve(account, \.name))
+                account.name = "changed inside"
+            }
+        }
+        #expect(outer.count == 1)
+        account.name = "x"
+        #expect(outer.count == 1)
+    }
+
+    @Test func unobservingTheFirstOfSeveralKeyPathsOfAnObjectKeepsTheOthers() throws {
+        let observer = Observer()
+        let account = Account()
+        let kvo = KVOController(observer: observer)
+        let names = Counter()
+        let balances = Counter()
+        let counts = Counter()
+        try kvo.observe(account, \.name) { _, _, _ in names.increment() }
+        try kvo.observe(account, \.balance) { _, _, _ in balances.increment() }
+        try kvo.observe(account, \.manualCount) { _, _, _ in counts.increment() }
+        #expect(kvo.unobserve(account, \.name))
+        #expect(try !kvo.observe(account, \.balance) { _, _, _ in })  // still observed
+        account.name = "x"
+        account.balance = 1
+        account.willChangeValue(for: \.manualCount)
+        account.manualCount = 1
+        account.didChangeValue(for: \.manualCount)
+        #expect(names.count == 0 && balances.count == 1 && counts.count == 1)
+        #expect(kvo.unobserve(account, \.manualCount))
+        #expect(kvo.unobserve(account) == 1)
+        account.balance = 2
+        #expect(balances.count == 1)
+    }
+
+    @Test func objectsObservedOneAfterAnotherStayObservedUntilEachIsUnobserved() throws {
+        // The first object's record sits apart from the others': removing it
+        // and observing new objects must keep every other record reachable.
+        let observer = Observer()
+        let kvo = KVOController(observer: observer)
+        let accounts = (0..<4).map { Account(name: "\($0)") }
+        let counter = Counter()
+        for account in accounts.prefix(3) {
+            try kvo.observe(account, \.name) { _, _, _ in counter.increment() }
+        }
+        #expect(kvo.unobserve(accounts[0]) == 1)
+        try kvo.observe(accounts[3], \.name) { _, _, _ in counter.increment() }
+        #expect(try !kvo.observe(accounts[1], \.name) { _, _, _ in })  // still observed
+        for account in accounts { account.name = "changed" }
+        #expect(counter.count == 3)
+        #expect(kvo.unobserve(accounts[3]) == 1)
+        #expect(kvo.unobserveAll() == 2)
+        for account in accounts { account.name = "again" }
+        #expect(counter.count == 3)
+    }
+
     @Test func deallocatedControllerDeliversNothing() throws {
         let observer = Observer()
         let account = Account()

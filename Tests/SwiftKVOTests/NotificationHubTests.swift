@@ -156,6 +156,21 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         #expect(log.values == ["b", "other a", "other a"])
     }
 
+    @Test func removalByANameNobodyObservedRemovesNothing() throws {
+        // The hub files registrations by their names' keys; a name never
+        // observed has none and matches no registration.
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let neverObserved = NotificationHub.Name(name.rawValue + ".never")
+        let observer = Observer()
+        let log = Log<String>()
+        try hub.addObserver(observer, name: name) { _, _ in log.append("name") }
+        #expect(hub.removeObserver(observer, name: neverObserved) == 0)
+        hub.post(name: name)
+        #expect(log.values == ["name"])
+        #expect(hub.removeObserver(observer) == 1)
+    }
+
     @Test func tokenStyleRegistrationEndsWithTheToken() throws {
         let hub = NotificationHub.default
         let name = uniqueName()

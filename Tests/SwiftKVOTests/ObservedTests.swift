@@ -46,6 +46,28 @@ import Testing
         token.invalidate()
     }
 
+    @Test func initialCarriesTheCurrentValueOnlyWhenNewIsAsked() throws {
+        // Token and controller boxes choose their delivery function by `.new`:
+        // both choices, both kinds of box.
+        let account = Account(name: "now")
+        let log = Log<String?>()
+        let withNew = try account.observe(\.name, options: [.initial, .new]) { _, change in
+            log.append(change.newValue)
+        }
+        let withoutNew = try account.observe(\.name, options: .initial) { _, change in
+            log.append(change.newValue)
+        }
+        let observer = Observer()
+        let kvo = KVOController(observer: observer)
+        try kvo.observe(account, \.name, options: [.initial, .new]) { _, _, change in log.append(change.newValue) }
+        try kvo.observe(account, \.balance, options: .initial) { _, _, change in
+            log.append(change.newValue.map(String.init(describing:)))
+        }
+        #expect(log.values == ["now", nil, "now", nil])
+        withNew.invalidate()
+        withoutNew.invalidate()
+    }
+
     @Test func priorDeliversOldValueBeforeTheChangeAndNeverTheNewValue() throws {
         let account = Account(name: "a")
         let log = Log<String>()
