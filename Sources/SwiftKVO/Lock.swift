@@ -1,40 +1,47 @@
-import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A value protected by a mutex, for registration-path bookkeeping only
 /// (never taken on a notification path, never held while user code or the
 /// engine runs). Like swift-nio's `NIOLockedValueBox`.
 ///
-/// A handle to one heap block holding both the value and the lock (the
-/// standard library's `Mutex`, one 32-bit word on Linux, where a
-/// `pthread_mutex_t` takes 40 bytes): copies of a `LockedState` share them.
+/// A handle to one heap block holding both the value and the mutex (the
+/// mutex needs a stable address, which a `ManagedBuffer` element has):
+/// copies of a `LockedState` share them.
 struct LockedState<State>: @unchecked Sendable {
-    private final class Storage {
-        let mutex = Mutex<Void>(())
-        /// Accessed only while `mutex` is held: the mutex is its exclusivity,
-        /// so each access skips the runtime's dynamic check.
-        @exclusivity(unchecked) var state: State
-
-        init(_ state: State) { self.state = state }
+    private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        }
     }
 
     private let storage: Storage
 
     init(_ state: State) {
-        storage = Storage(state)
+        let buffer = Storage.create(minimumCapacity: 1) { _ in state }
+        buffer.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            _ = pthread_mutex_init(mutex, nil)
+        }
+        storage = unsafeDowncast(buffer, to: Storage.self)
     }
 
     /// Runs `body` with the state, holding the lock.
     func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        // Locked and unlocked around `body` directly: `Mutex.withLock` would
-        // require the result to be `sending`, which the callers' results
-        // (taken out of the state) are not.
-        storage.mutex._unsafeLock()
-        #if DEBUG
-        LockAudit.enter()
-        defer { LockAudit.leave() }
-        #endif
-        defer { storage.mutex._unsafeUnlock() }
-        return try body(&storage.state)
+        try storage.withUnsafeMutablePointers { state, mutex in
+            pthread_mutex_lock(mutex)
+            #if DEBUG
+            LockAudit.enter()
+            defer { LockAudit.leave() }
+            #endif
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&state.pointee)
+        }
     }
 }
 
