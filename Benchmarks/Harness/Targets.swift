@@ -173,14 +173,16 @@ struct Targets {
             measured: tokenScaling.flatMap { t in floorScaling.map { t - $0 } },
             detail: "scaling (N threads ÷ 1): token \(tokenScaling.map(format) ?? "—"), "
                 + "C floor \(floorScaling.map(format) ?? "—")"))
-        let hubScaling = row(contention, "swiftkvo-hub")?.scalingRatio
-        let centerScaling = row(contention, "notificationcenter")?.scalingRatio
-        out.append(TargetCheck(
-            target: "contention, one object: NotificationHub's scaling − NotificationCenter's",
-            bound: .atLeast(0), unit: "",
-            measured: hubScaling.flatMap { h in centerScaling.map { h - $0 } },
-            detail: "scaling: hub \(hubScaling.map(format) ?? "—"), "
-                + "NotificationCenter \(centerScaling.map(format) ?? "—")"))
+        for (w, label) in [(contention, "one object"), (workload(.contentionReadingSender), "reading the sender")] {
+            let hubScaling = row(w, "swiftkvo-hub")?.scalingRatio
+            let centerScaling = row(w, "notificationcenter")?.scalingRatio
+            out.append(TargetCheck(
+                target: "contention, \(label): NotificationHub's scaling − NotificationCenter's",
+                bound: .atLeast(0), unit: "",
+                measured: hubScaling.flatMap { h in centerScaling.map { h - $0 } },
+                detail: "scaling: hub \(hubScaling.map(format) ?? "—"), "
+                    + "NotificationCenter \(centerScaling.map(format) ?? "—")"))
+        }
         let own = workload(.contentionOwnObjects)
         for (peer, label) in [("swiftkvo-c", "C API"), ("swiftkvo-token", "token style")] {
             out.append(TargetCheck(
