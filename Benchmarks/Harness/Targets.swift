@@ -104,6 +104,18 @@ struct Targets {
         return "\(what): \(format(numerator)) ÷ \(format(denominator))"
     }
 
+    /// A target on the ratio of two peers' median times in one workload.
+    private func timeRatio(
+        _ target: String, _ bound: TargetCheck.Bound, in w: WorkloadResult?, _ numerator: String,
+        over denominator: String
+    ) -> TargetCheck {
+        let n = median(w, numerator)
+        let d = median(w, denominator)
+        return TargetCheck(
+            target: target, bound: bound, unit: "×", measured: ratio(n, d),
+            detail: describe(n, d, "ns, \(w?.name ?? "workload not run")"))
+    }
+
     // MARK: - Targets
 
     private func memoryChecks() -> [TargetCheck] {
@@ -128,32 +140,21 @@ struct Targets {
     }
 
     private func dispatchChecks() -> [TargetCheck] {
-        var out: [TargetCheck] = []
-        let one = workload(.fanOut, size: 1)
-        out.append(TargetCheck(
-            target: "C API, 1 observer ÷ C floor", bound: .atMost(3), unit: "×",
-            measured: ratio(median(one, "swiftkvo-c"), median(one, "c-floor")),
-            detail: describe(median(one, "swiftkvo-c"), median(one, "c-floor"), "ns, fan-out/1")))
+        var out = [
+            timeRatio(
+                "C API, 1 observer ÷ C floor", .atMost(3), in: workload(.fanOut, size: 1), "swiftkvo-c", over: "c-floor")
+        ]
         for n in [10, 100, 1000] {
             let w = workload(.fanOut, size: n)
-            out.append(TargetCheck(
-                target: "C API ÷ C floor per callback, \(n) observers", bound: .atMost(1.3), unit: "×",
-                measured: ratio(median(w, "swiftkvo-c"), median(w, "c-floor")),
-                detail: describe(median(w, "swiftkvo-c"), median(w, "c-floor"), "ns, fan-out/\(n)")))
-            out.append(TargetCheck(
-                target: "token ÷ C API per callback, \(n) observers", bound: .atMost(2.5), unit: "×",
-                measured: ratio(median(w, "swiftkvo-token"), median(w, "swiftkvo-c")),
-                detail: describe(median(w, "swiftkvo-token"), median(w, "swiftkvo-c"), "ns, fan-out/\(n)")))
+            out.append(timeRatio(
+                "C API ÷ C floor per callback, \(n) observers", .atMost(1.3), in: w, "swiftkvo-c", over: "c-floor"))
+            out.append(timeRatio(
+                "token ÷ C API per callback, \(n) observers", .atMost(2.5), in: w, "swiftkvo-token", over: "swiftkvo-c"))
         }
         let many = workload(.manySubjects)
-        out.append(TargetCheck(
-            target: "many subjects: C API ÷ C floor", bound: .atMost(3), unit: "×",
-            measured: ratio(median(many, "swiftkvo-c"), median(many, "c-floor")),
-            detail: describe(median(many, "swiftkvo-c"), median(many, "c-floor"), "ns, many-subjects")))
-        out.append(TargetCheck(
-            target: "many subjects: token ÷ C-to-Swift floor", bound: .atMost(2), unit: "×",
-            measured: ratio(median(many, "swiftkvo-token"), median(many, "c-to-swift")),
-            detail: describe(median(many, "swiftkvo-token"), median(many, "c-to-swift"), "ns, many-subjects")))
+        out.append(timeRatio("many subjects: C API ÷ C floor", .atMost(3), in: many, "swiftkvo-c", over: "c-floor"))
+        out.append(timeRatio(
+            "many subjects: token ÷ C-to-Swift floor", .atMost(2), in: many, "swiftkvo-token", over: "c-to-swift"))
         return out
     }
 
@@ -191,15 +192,10 @@ struct Targets {
         }
 
         let churn = workload(.churn)
-        out.append(TargetCheck(
-            target: "churn: token pair ÷ C API pair", bound: .atMost(1.5), unit: "×",
-            measured: ratio(median(churn, "swiftkvo-token"), median(churn, "swiftkvo-c")),
-            detail: describe(median(churn, "swiftkvo-token"), median(churn, "swiftkvo-c"), "ns, churn/100")))
-        out.append(TargetCheck(
-            target: "churn: KVOController ÷ the port", bound: .atMost(0.8), unit: "×",
-            measured: ratio(median(churn, "swiftkvo-kvocontroller"), median(churn, "kvocontroller-port")),
-            detail: describe(
-                median(churn, "swiftkvo-kvocontroller"), median(churn, "kvocontroller-port"), "ns, churn/100")))
+        out.append(timeRatio(
+            "churn: token pair ÷ C API pair", .atMost(1.5), in: churn, "swiftkvo-token", over: "swiftkvo-c"))
+        out.append(timeRatio(
+            "churn: KVOController ÷ the port", .atMost(0.8), in: churn, "swiftkvo-kvocontroller", over: "kvocontroller-port"))
         return out
     }
 
