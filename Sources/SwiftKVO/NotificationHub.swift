@@ -108,9 +108,21 @@ public struct NotificationHub: Sendable {
 
         var entries: [Entry] { [first] + rest }
 
+        func contains(_ registration: Registration) -> Bool {
+            first.registration == registration || rest.contains { $0.registration == registration }
+        }
+
+        /// Every entry's token, without building an array of the entries.
+        func forEachToken(_ body: (EngineToken) -> Void) {
+            body(first.registration.token)
+            for entry in rest { body(entry.registration.token) }
+        }
+
         /// The entries `keep` accepts, refiled under the same observer (dead
         /// or alive: a dead one's stay for the purge); `nil` if none is left.
         func keeping(_ keep: (Entry) -> Bool) -> Filed? {
+            // Most observers have one entry: no array for them.
+            if rest.isEmpty { return keep(first) ? self : nil }
             var kept = entries.filter(keep)
             guard !kept.isEmpty else { return nil }
             var filed = Filed(observer: observer, first: kept.removeFirst())
@@ -173,9 +185,7 @@ public struct NotificationHub: Sendable {
             Self.file(entry, of: observer, in: &table.entries[address], dead: &dead)
             if table.entries.count >= table.purgeAt {
                 table.entries = table.entries.compactMapValues { filed in
-                    guard filed.observer == nil else { return filed }
-                    dead.append(contentsOf: filed.entries.lazy.map(\.registration.token))
-                    return nil
+                    Self.isDead(filed, dead: &dead) ? nil : filed
                 }
                 table.purgeAt = max(64, table.entries.count * 2)
             }
@@ -194,8 +204,8 @@ public struct NotificationHub: Sendable {
     private static func file(
         _ entry: Entry, of observer: AnyObject, in filed: inout Filed?, dead: inout [EngineToken]
     ) {
-        if let current = filed, current.observer == nil {
-            dead.append(contentsOf: current.entries.lazy.map(\.registration.token))
+        // Tested in place: binding the filed value would copy its weak reference.
+        if filed != nil, isDead(filed.unsafelyUnwrapped, dead: &dead) {
             filed = nil
         }
         if filed == nil {
@@ -205,12 +215,12 @@ public struct NotificationHub: Sendable {
         }
     }
 
-    /// The entries of `filed`, or none — their tokens then in `dead` — if its
-    /// observer died (the caller's observer reuses its memory).
-    private static func live(_ filed: Filed, dead: inout [EngineToken]) -> [Entry] {
-        guard filed.observer == nil else { return filed.entries }
-        dead.append(contentsOf: filed.entries.lazy.map(\.registration.token))
-        return []
+    /// Whether the observer `filed` is under died (the caller's observer
+    /// reuses its memory); if so, its entries' tokens are added to `dead`.
+    private static func isDead(_ filed: Filed, dead: inout [EngineToken]) -> Bool {
+        guard filed.observer == nil else { return false }
+        filed.forEachToken { dead.append($0) }
+        return true
     }
 
     /// Registers `block` for notifications named `name`, until the returned
@@ -270,8 +280,9 @@ public struct NotificationHub: Sendable {
         let address = Engine.address(of: observer)
         var dead: [EngineToken] = []
         let entries: [Entry] = Self.table.withLock { table in
-            guard let filed = table.entries.removeValue(forKey: address) else { return [] }
-            return Self.live(filed, dead: &dead)
+            guard let filed = table.entries.removeValue(forKey: address), !Self.isDead(filed, dead: &dead)
+            else { return [] }
+            return filed.entries
         }
         // Entries of a dead observer whose memory `observer` reuses are not
         // its registrations: removed, not counted.
@@ -293,9 +304,9 @@ public struct NotificationHub: Sendable {
         var removed: [EngineToken] = []
         var dead: [EngineToken] = []
         Self.table.withLock { table in
-            guard let filed = table.entries.removeValue(forKey: address) else { return }
             // A dead observer's, at a reused address, go to `dead`.
-            guard !Self.live(filed, dead: &dead).isEmpty else { return }
+            guard let filed = table.entries.removeValue(forKey: address), !Self.isDead(filed, dead: &dead)
+            else { return }
             table.entries[address] = filed.keeping { entry in
                 guard key != 0, entry.key == key, objectAddress == nil || entry.objectAddress == objectAddress
                 else { return true }
@@ -315,8 +326,7 @@ public struct NotificationHub: Sendable {
     public func removeObserver(_ registration: Registration) -> Bool {
         let removed = Engine.unobserve(registration.token) == nil
         Self.table.withLock { table in
-            for (address, filed) in table.entries
-            where filed.entries.contains(where: { $0.registration == registration }) {
+            for (address, filed) in table.entries where filed.contains(registration) {
                 table.entries[address] = filed.keeping { $0.registration != registration }
             }
         }

@@ -16,10 +16,13 @@ extension NotificationHub.Name {
     private static var keyPrefix: StaticString { "notification:" }
 
     /// The name's engine key, interned if it is not yet (the registration
-    /// path: the engine's writer lock); 0 if the engine refuses the name
-    /// (empty, or over 1024 bytes with the prefix).
+    /// path: only then the engine's writer lock); 0 if the engine refuses the
+    /// name (empty, or over 1024 bytes with the prefix).
     func internedKey() -> EngineKey {
-        Engine.intern("\(Self.keyPrefix)" + rawValue)
+        // A name registered before is found lock-free, without building the
+        // prefixed string.
+        let known = keyIfEverObserved
+        return known != 0 ? known : Engine.intern("\(Self.keyPrefix)" + rawValue)
     }
 
     /// The name's engine key if anyone ever observed it, else 0: the post
