@@ -30,9 +30,13 @@
  *                                                 only after a grace period)
  *   hub->key_table       → key arrays are never freed before the hub; each
  *                          struct ckvo_keyinfo lives as long as the hub.
- *   hub->tokens.dir      → token directories and pages, which hold the
- *                          observation records, live as long as the hub
- *                          (the index space only grows).
+ *   hub->tokens.dir      → token directories live as long as the hub; a
+ *                          page, which holds observation records, is
+ *                          retired through the epoch once all its records
+ *                          are back (token.c). An older directory may then
+ *                          hold a dangling page pointer: only the current
+ *                          one is ever walked, and a token lookup outside
+ *                          the writer lock stays inside a read section.
  */
 #ifndef CKVO_INTERNAL_H
 #define CKVO_INTERNAL_H
@@ -108,8 +112,10 @@ struct ckvo_owner_group;
 
 /*
  * One observation. Records live in the token pages (token.c), at the index
- * their tokens name, and are never freed before the hub: a record whose
- * observation ended is parked and reused. The callback is not stored here:
+ * their tokens name: a record whose observation ended goes back to its page
+ * for reuse after a grace period, and a page whose records are all back is
+ * retired through the epoch, so a reader reaches a record only inside a read
+ * section (or under the writer lock). The callback is not stored here:
  * it lives in the observation's list entry, the only place dispatch reads it.
  */
 struct ckvo_observation {
@@ -140,6 +146,9 @@ struct ckvo_observation {
 #define CKVO_ENTRY_OLD ((uint64_t)2)
 #define CKVO_ENTRY_PRIOR ((uint64_t)4)
 #define CKVO_ENTRY_BITS ((uint64_t)7)
+/* The flags sit in a record address's low bits: every record is 8-aligned. */
+_Static_assert(_Alignof(struct ckvo_observation) >= 8, "record alignment leaves no room for entry flags");
+_Static_assert(sizeof(struct ckvo_observation) % 8 == 0, "records in a page must stay 8-aligned");
 
 /*
  * One list entry. The callback and context sit side by side so that a
@@ -256,7 +265,11 @@ struct ckvo_token_page {
 	ck_epoch_entry_t retire;
 };
 
-/* Page directory; replaced by a larger copy, older ones kept until the hub dies. */
+/*
+ * Page directory; replaced by a larger copy, older ones kept until the hub
+ * dies. Only the current one is walked: an older one may point to a page
+ * that has since been freed.
+ */
 struct ckvo_token_dir {
 	struct ckvo_token_dir *older;
 	uint32_t capacity; /* pages */

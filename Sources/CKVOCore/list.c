@@ -12,11 +12,12 @@
  *   between, so a reader that sees the new count sees the entry.
  * - Remove: clear items[obs->index].observation in the current list. Entries
  *   carry the callback, the context and the options, so a reader normally
- *   never touches the observation itself. It does check obs->state (REMOVED or
- *   DEFERRED) when its list is `stale` (replaced: later removals clear
+ *   never touches the observation itself. It does check the state in obs->tag
+ *   (REMOVED or DEFERRED) when its list is `stale` (replaced: later removals clear
  *   entries only in the new list) or when the slot counts `deferred`
  *   observations (marked dead by readers, who cannot clear entries). The
- *   observation is retired through the epoch, so the pointer stays valid.
+ *   observation is retired through the epoch, and so is its token page, so
+ *   the pointer stays valid for the reader's section.
  * - When the list is full, or cleared entries outnumber live ones, the live
  *   entries are copied, in order, into a new list that is published with one
  *   pointer store; the old list is retired. Each copy is paid for by the

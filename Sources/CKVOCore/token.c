@@ -9,11 +9,15 @@
  *
  * Invariants
  * ----------
- * - The records live in fixed-size pages reached through a directory.
- *   Pages and directories are only added (a larger directory copies the
- *   page pointers and is published with one store; older directories stay
- *   until the hub dies), so a reader never meets freed directory or record
- *   memory, and a record's address never changes.
+ * - The records live in fixed-size pages reached through a directory. A
+ *   larger directory copies the page pointers and is published with one
+ *   store; older directories stay until the hub dies, but a page leaves the
+ *   current directory and is freed after a grace period once all its
+ *   records are back (below), so an older directory may hold a dangling
+ *   page pointer and is never walked. A reader that looks a token up
+ *   outside the writer lock does so inside a read section, which keeps the
+ *   page it loads alive; a record's address never changes while its page
+ *   lives.
  * - A record is found by token only while its tag carries the token's
  *   generation. A reader compares the generation, and acts on the state,
  *   from one load of the tag; a compare-and-swap on the tag with that value
