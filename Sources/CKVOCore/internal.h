@@ -420,6 +420,7 @@ extern bool ckvo__asymmetric_fence;
 
 /* thread.c */
 ck_epoch_record_t *ckvo__thread_record_slow(void);
+void ckvo__threads_before_fork(void);
 void ckvo__threads_after_fork_child(void);
 
 /* What one scan of the reader records found (ckvo__epoch_scan). */
