@@ -34,6 +34,7 @@ static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static void
 fork_prepare(void)
 {
+	ckvo__threads_before_fork();
 	(void)pthread_mutex_lock(&registry_lock);
 	for (struct ckvo_hub *hub = registry_head; hub != NULL; hub = hub->registry_next)
 		(void)pthread_mutex_lock(&hub->lock);

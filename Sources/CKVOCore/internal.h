@@ -369,7 +369,8 @@ struct ckvo_hub {
 	uint64_t released;            /* observations past their grace period (atomic) */
 
 	/* The background reclaimer (reclaimer.c), under `lock`. */
-	pthread_cond_t wake;          /* signalled when work arrives or on stop */
+	pthread_cond_t wake;          /* broadcast on stop, ending a period's sleep */
+	uint32_t wakeups;             /* futex word, incremented to wake it (atomic, lock-free) */
 	pthread_t reclaimer;
 	bool reclaimer_running;       /* the thread exists (joinable) */
 	bool reclaimer_armed;         /* it will poll again without being woken */
@@ -419,6 +420,7 @@ extern bool ckvo__asymmetric_fence;
 
 /* thread.c */
 ck_epoch_record_t *ckvo__thread_record_slow(void);
+void ckvo__threads_before_fork(void);
 void ckvo__threads_after_fork_child(void);
 
 /* What one scan of the reader records found (ckvo__epoch_scan). */
@@ -536,7 +538,9 @@ void ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot);
 
 /* reclaimer.c: the background reclaimer */
 bool ckvo__reclaimer_init(struct ckvo_hub *hub);
+bool ckvo__reclaimer_start(struct ckvo_hub *hub);
 void ckvo__reclaimer_arm(struct ckvo_hub *hub);
+void ckvo__reclaimer_wake(struct ckvo_hub *hub);
 void ckvo__reclaimer_stop(struct ckvo_hub *hub);
 void ckvo__reclaimer_after_fork_child(struct ckvo_hub *hub);
 

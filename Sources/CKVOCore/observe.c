@@ -366,6 +366,9 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckv
 	uint64_t tag;
 
 	*existing = NULL;
+	/* A removal a reader queues later relies on it (reclaimer.c). */
+	if (!ckvo__reclaimer_start(hub))
+		return CKVO_ENOMEM;
 	if (indexed) {
 		if (!ckvo__identity_reserve(hub))
 			return CKVO_ENOMEM;
@@ -574,6 +577,8 @@ ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token)
  * that drains the stack later writes the same link (it chains the record
  * into its retired list), and the compare-and-swap that publishes the push
  * orders the two, which ThreadSanitizer cannot see through CK's assembly.
+ * The push that makes the stack non-empty wakes the background reclaimer,
+ * which then carries the removal out if no writer does first (reclaimer.c).
  */
 static void
 deferred_push(struct ckvo_hub *hub, struct ckvo_observation *obs)
@@ -586,6 +591,8 @@ deferred_push(struct ckvo_hub *hub, struct ckvo_observation *obs)
 		/* The link, and the state before it, are visible before the push. */
 		ck_pr_fence_store();
 	} while (!ck_pr_cas_ptr(&hub->deferred.head, head, &obs->link));
+	if (head == NULL)
+		ckvo__reclaimer_wake(hub);
 }
 
 ckvo_status_t

@@ -4,16 +4,27 @@
  *
  * Invariants
  * ----------
+ * - The thread exists from a hub's first registration on (ckvo_observe
+ *   refuses with CKVO_ENOMEM if it cannot be started), so a removal queued
+ *   by a reader, which can neither take the lock nor start a thread, always
+ *   has a thread to carry it out.
  * - A writer that leaves retired entries pending when it unlocks arms the
- *   reclaimer, under the hub lock: it starts the thread the first time and
- *   signals it otherwise. Armed means "will poll again without being
- *   woken", so a burst of removals costs one wake-up, and steady churn, which
- *   keeps entries pending, costs none (a flag test per unlock).
- * - Armed, the thread sleeps CKVO_RECLAIM_PERIOD_NS (removals arriving
- *   meanwhile join the batch), then, under the lock, carries out queued
- *   deferred removals and polls (reclaim.c), and after unlocking runs what
- *   became ready: those releases run on this thread. It repeats while
- *   anything is pending and disarms when nothing is.
+ *   reclaimer, under the hub lock, and wakes it. Armed means "will poll
+ *   again without being woken", so a burst of removals costs one wake-up,
+ *   and steady churn, which keeps entries pending, costs none (a flag test
+ *   per unlock).
+ * - A reader whose ckvo_unobserve_deferred takes the hub's queue of
+ *   deferred removals from empty to non-empty wakes the thread too, with
+ *   no lock and no allocation: it increments hub->wakeups and wakes the
+ *   futex on that word. Idle, the thread reads hub->wakeups, then checks
+ *   for work under the lock, then sleeps on the futex only while the word
+ *   still holds what it read: a push after the check changed the word, so
+ *   no wake-up is lost.
+ * - Armed or woken, the thread sleeps CKVO_RECLAIM_PERIOD_NS (removals
+ *   arriving meanwhile join the batch), then, under the lock, carries out
+ *   queued deferred removals and polls (reclaim.c), and after unlocking
+ *   runs what became ready: those releases run on this thread. It repeats
+ *   while anything is pending and goes idle when nothing is.
  * - The bound. An entry is ready after one IDLE scan or two SETTLED scans
  *   that follow its retirement, and the thread scans once per period. With
  *   no dispatch running, a release runs within one period (10 ms) of its
@@ -21,26 +32,31 @@
  *   running on other threads, within about three periods of the moment
  *   every dispatch that began before the removal has returned: a callback
  *   that blocks holds reclamation back until it returns (that is what a
- *   grace period is), and so does a thread that stays inside dispatch.
- *   Removals that readers queue (ckvo_unobserve_deferred) are carried out
- *   by the next writer or by this thread's next pass, not on their own.
- * - The thread sleeps on hub->wake with the hub's own lock, holds the lock
- *   only to poll, blocks every signal, and is joinable: ckvo_hub_destroy
- *   stops and joins it before freeing the hub, and it is never started
- *   again after that. It does not keep the process alive: exit() ends it
- *   like any other thread, and a process whose main thread returns exits.
+ *   grace period is), and so does a thread that stays inside dispatch. A
+ *   deferred removal counts from the moment the callback that queued it
+ *   returns: it is the dispatch the grace period waits for.
+ * - The thread sleeps idle on the futex and a period on hub->wake with the
+ *   hub's own lock, holds the lock only to poll, blocks every signal, and
+ *   is joinable: ckvo_hub_destroy stops and joins it before freeing the
+ *   hub, and it is never started again after that. It does not keep the
+ *   process alive: exit() ends it like any other thread, and a process
+ *   whose main thread returns exits.
  * - fork(): the atfork handlers hold every hub lock across fork(), so the
  *   thread is asleep or between polls, never inside one. In the parent it
  *   carries on. The child has no such thread: it forgets it, initializes
  *   the condition variable again (it may list the vanished thread as a
- *   waiter) and, if entries are pending, starts a new one. Except under
- *   ThreadSanitizer, which kills a child of a multi-threaded process that
- *   starts a thread (its die_after_fork): there a fork child starts none,
- *   and its releases run at its next registration, removal or flush.
+ *   waiter) and, if the hub has observations or pending entries, starts a
+ *   new one. Except under ThreadSanitizer, which kills a child of a
+ *   multi-threaded process that starts a thread (its die_after_fork): there
+ *   a fork child starts none, and its releases and deferred removals run at
+ *   its next registration, removal or flush.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -66,9 +82,35 @@ ckvo__reclaimer_init(struct ckvo_hub *hub)
 
 /* Whether a pass has work: retired entries, or removals readers queued. */
 static bool
-reclaim_wanted(const struct ckvo_hub *hub)
+reclaim_wanted(struct ckvo_hub *hub)
 {
-	return ckvo__reclaim_pending(hub) != 0 || CK_STACK_FIRST(&hub->deferred) != NULL;
+	return ckvo__reclaim_pending(hub) != 0 || ck_pr_load_ptr(&hub->deferred.head) != NULL;
+}
+
+void
+ckvo__reclaimer_wake(struct ckvo_hub *hub)
+{
+	/* Locked increment: ordered after the caller's push, before the wake. */
+	ck_pr_inc_32(&hub->wakeups);
+	(void)syscall(SYS_futex, &hub->wakeups, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* With the lock held: returns, holding it, once there is work or the thread is stopped. */
+static void
+wait_for_work(struct ckvo_hub *hub)
+{
+	for (;;) {
+		uint32_t seen = ck_pr_load_32(&hub->wakeups);
+
+		/* Read the word before looking for work: see the invariants. */
+		ck_pr_fence_load();
+		if (hub->reclaimer_stopped || reclaim_wanted(hub))
+			return;
+		hub->reclaimer_armed = false;
+		(void)pthread_mutex_unlock(&hub->lock);
+		(void)syscall(SYS_futex, &hub->wakeups, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+		(void)pthread_mutex_lock(&hub->lock);
+	}
 }
 
 /* Sleeps one period with the lock released meanwhile; false once stopped. */
@@ -98,10 +140,7 @@ reclaimer_main(void *argument)
 	ckvo__thread.reclaiming = hub;
 	(void)pthread_mutex_lock(&hub->lock);
 	for (;;) {
-		while (!hub->reclaimer_stopped && !reclaim_wanted(hub)) {
-			hub->reclaimer_armed = false;
-			(void)pthread_cond_wait(&hub->wake, &hub->lock);
-		}
+		wait_for_work(hub);
 		if (!sleep_one_period(hub))
 			break;
 
@@ -123,31 +162,33 @@ reclaimer_main(void *argument)
 	return NULL;
 }
 
-void
-ckvo__reclaimer_arm(struct ckvo_hub *hub)
+bool
+ckvo__reclaimer_start(struct ckvo_hub *hub)
 {
 	sigset_t all, previous;
 
-	if (hub->reclaimer_stopped)
-		return;
+	if (hub->reclaimer_running || hub->reclaimer_stopped)
+		return true;
 #ifdef CKVO_TSAN
 	if (no_thread_after_fork)
-		return;
+		return true;
 #endif
-	hub->reclaimer_armed = true;
-	if (hub->reclaimer_running) {
-		(void)pthread_cond_signal(&hub->wake);
-		return;
-	}
-
 	/* The new thread inherits this mask: signals go to the application's threads. */
 	(void)sigfillset(&all);
 	(void)pthread_sigmask(SIG_SETMASK, &all, &previous);
 	hub->reclaimer_running = pthread_create(&hub->reclaimer, NULL, reclaimer_main, hub) == 0;
 	(void)pthread_sigmask(SIG_SETMASK, &previous, NULL);
+	return hub->reclaimer_running;
+}
+
+void
+ckvo__reclaimer_arm(struct ckvo_hub *hub)
+{
 	/* Without a thread the next writer tries again; flush and destroy release regardless. */
-	if (!hub->reclaimer_running)
-		hub->reclaimer_armed = false;
+	if (!ckvo__reclaimer_start(hub) || !hub->reclaimer_running)
+		return;
+	hub->reclaimer_armed = true;
+	ckvo__reclaimer_wake(hub);
 }
 
 void
@@ -161,6 +202,7 @@ ckvo__reclaimer_stop(struct ckvo_hub *hub)
 	hub->reclaimer_running = false;
 	hub->reclaimer_armed = false;
 	(void)pthread_cond_broadcast(&hub->wake);
+	ckvo__reclaimer_wake(hub);
 	(void)pthread_mutex_unlock(&hub->lock);
 	/* It finishes the batch it may be running, then sees the flag. */
 	if (running)
@@ -178,4 +220,6 @@ ckvo__reclaimer_after_fork_child(struct ckvo_hub *hub)
 	hub->reclaimer_armed = false;
 	if (ckvo__reclaim_pending(hub) != 0)
 		ckvo__reclaimer_arm(hub);
+	else if (hub->observations != 0)
+		(void)ckvo__reclaimer_start(hub);
 }

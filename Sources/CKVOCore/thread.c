@@ -170,6 +170,18 @@ ckvo__thread_record_slow(void)
 	return record;
 }
 
+/*
+ * Called before fork(): a process-wide initialization another thread is
+ * running (threads_init's membarrier registration can take milliseconds)
+ * finishes first, so the child never inherits it half done. ThreadSanitizer's
+ * pthread_once, unlike glibc's, would make the child wait for it forever.
+ */
+void
+ckvo__threads_before_fork(void)
+{
+	(void)pthread_once(&once, threads_init);
+}
+
 void
 ckvo__threads_after_fork_child(void)
 {

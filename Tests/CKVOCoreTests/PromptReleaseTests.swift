@@ -40,6 +40,25 @@ import Glibc
         #expect(waitQuietly { probes.allSatisfy { $0.releases == 1 } })
     }
 
+    /// A callback removes its own observation with ckvo_unobserve_deferred (the dispatch path
+    /// cannot take the writer lock), then the process makes no further call: the removal is
+    /// carried out and the context released anyway.
+    @Test func deferredRemovalFromItsOwnCallbackIsReleasedWithNoFurtherCall() {
+        let hub = TestHub()
+        let raw = hub.raw
+        let key = hub.key("value")
+        let token = TokenCell()
+        let status = Box<ckvo_status_t?>(nil)
+        let probe = Probe()
+        probe.onChange = { _ in status.value = ckvo_unobserve_deferred(raw, token.value) }
+        token.pointer.pointee = hub.mustObserve(probe, object: fake(0), key: key)
+        hub.did(fake(0), key)
+        #expect(status.value == CKVO_OK)
+        #expect(waitQuietly { probe.releases == 1 })
+        #expect(probe.releases == 1)
+        #expect(hub.stats().observations == 0)
+    }
+
     /// The release waits for a dispatch that began before the removal (here: blocked in a
     /// callback on another thread), then runs with no further call; a fork child, where that
     /// thread does not exist, releases with no further call too.

@@ -41,6 +41,24 @@ import Glibc
         withExtendedLifetime((token, kvo, observer)) {}
     }
 
+    /// A notification reaches an observer that has died: the delivery removes the observation
+    /// without the writer lock (a deferred removal), and then nothing else happens.
+    @Test func deadObserversClosureIsReleasedAfterADeliveryWithNoFurtherCall() throws {
+        let released = Counter()
+        let sender = Account()
+        let name = NotificationHub.Name("prompt.release.dead-observer")
+        do {
+            let observer = Observer()
+            let probe = LifetimeProbe(released)
+            try NotificationHub.default.addObserver(observer, name: name, object: sender) { _, _ in
+                withExtendedLifetime(probe) {}
+            }
+        }  // the observer dies here; its observation stays until a delivery finds it dead
+        NotificationHub.default.post(name: name, object: sender)
+        #expect(waitQuietly { released.count == 1 })
+        withExtendedLifetime(sender) {}
+    }
+
     @Test func invalidatedTokenIsReleasedWithNoFurtherCall() throws {
         let released = Counter()
         let account = Account()

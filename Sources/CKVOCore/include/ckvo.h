@@ -18,11 +18,11 @@
  *     wait for a callback. Only the functions whose name or comment says
  *     "waits" (ckvo_unobserve_sync, ckvo_hub_flush, ckvo_hub_destroy) wait
  *     for dispatches running on other threads.
- *   - Background thread: a hub with removed observations waiting for their
- *     release starts one thread of its own (lazily, the first time), which
- *     runs those releases within tens of milliseconds of the removal when no
- *     other call would (see ckvo_release_t). ckvo_hub_destroy stops it; it
- *     never keeps the process from exiting and blocks every signal.
+ *   - Background thread: a hub starts one thread of its own at its first
+ *     registration, which carries out deferred removals and runs releases
+ *     within tens of milliseconds of the removal when no other call would
+ *     (see ckvo_release_t). ckvo_hub_destroy stops it; it never keeps the
+ *     process from exiting and blocks every signal.
  *   - Pointers: every pointer argument is borrowed for the duration of the
  *     call. `object` and `owner` pointers are identities only: the hub never
  *     dereferences them.
@@ -180,7 +180,9 @@ typedef void (*ckvo_callback_t)(const ckvo_change_t *change, void *context);
  * of the removal even if the process makes no further call; with dispatches
  * running on other threads, within about 30 ms of the moment every dispatch
  * that began before the removal has returned. A callback that blocks delays
- * the releases of everything removed while it runs.
+ * the releases of everything removed while it runs. The same bound holds for
+ * ckvo_unobserve_deferred, counted from the return of the dispatch that
+ * called it (the removal waits for that dispatch like for any other).
  */
 typedef void (*ckvo_release_t)(void *context);
 
@@ -328,8 +330,10 @@ CKVO_EXPORT ckvo_status_t ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t toke
 
 /*
  * Marks the observation named by `token` dead and queues its removal for the
- * next registration or removal on the hub (or the next pass of the hub's
- * background thread, while it has other releases pending). Lock-free and non-blocking: safe
+ * next registration or removal on the hub, or for the hub's background
+ * thread, which it wakes if the queue was empty (a counter increment and a
+ * futex wake-up, no lock): the release then runs within the bound described
+ * at ckvo_release_t with no further call. Lock-free and non-blocking: safe
  * inside a callback on a dispatch path that must not wait for the writer
  * lock (e.g. a callback that finds its observer gone). Dispatches that reach
  * the observation after this returns skip it. CKVO_ENOENT as ckvo_unobserve.
