@@ -112,7 +112,8 @@ enum Engine {
     /// The key interned from `prefix` followed by the UTF-8 bytes `name`, or
     /// 0 if none was: never interns, takes no lock (`ckvo_key_find`), and
     /// allocates nothing for names up to about a kilobyte (the bytes are put
-    /// together on the stack).
+    /// together on the stack). Uses `hub`, not `fastHub`: its caller holds no
+    /// resolved key, so it may be the first call into the engine on any thread.
     static func findKey(_ prefix: StaticString, _ name: UnsafeBufferPointer<UInt8>) -> EngineKey {
         let count = prefix.utf8CodeUnitCount + name.count
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: count) { bytes in
@@ -120,7 +121,7 @@ enum Engine {
             raw.copyMemory(from: UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
             UnsafeMutableRawBufferPointer(rebasing: raw[prefix.utf8CodeUnitCount...])
                 .copyMemory(from: UnsafeRawBufferPointer(name))
-            return ckvo_key_find(fastHub, bytes.baseAddress, count)
+            return ckvo_key_find(hub, bytes.baseAddress, count)
         }
     }
 
