@@ -185,7 +185,8 @@ void
 ckvo__reclaimer_arm(struct ckvo_hub *hub)
 {
 	/* Without a thread the next writer tries again; flush and destroy release regardless. */
-	if (!ckvo__reclaimer_start(hub) || !hub->reclaimer_running)
+	(void)ckvo__reclaimer_start(hub);
+	if (!hub->reclaimer_running)
 		return;
 	hub->reclaimer_armed = true;
 	ckvo__reclaimer_wake(hub);
