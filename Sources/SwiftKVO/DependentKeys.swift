@@ -132,6 +132,7 @@ enum Dependencies {
             guard let declared = try dependentKey(for: declaration, on: object) else { return nil }
             dependent = declared
         } else {
+            try checkSources(of: declaration, in: declared, on: object)
             guard let maker = keyPath as? any DependentKeyMaking else { return nil }
             let name =
                 "swift-dependent:\(String(reflecting: Root.self))@"
@@ -179,8 +180,28 @@ enum Dependencies {
         _ source: AnyKeyPath, on object: Root
     ) -> EngineKey? {
         if let dependent = try? dependentKey(for: source, on: object) { return dependent.key }
-        let links = KeyPathRegistry.links(of: source, on: object)
-        return links.count == 1 && links[0].object === object ? links[0].property.key : nil
+        return KeyPathRegistry.property(source, of: object)?.key
+    }
+
+    /// Refuses a dependent key with a source that could never announce it:
+    /// each source must be an observable property of the class or another
+    /// dependent key. A chain (`\Card.profile.first`) is not one: a change
+    /// on the profile object does not pass through a setter of the card.
+    private static func checkSources<Root: KeyValueObservable>(
+        of declaration: AnyKeyPath, in declared: [AnyKeyPath: [AnyKeyPath]], on object: Root
+    ) throws(KVOError) {
+        for source in declared[declaration] ?? [] {
+            if self.declaration(of: source, in: declared) != nil { continue }
+            if KeyPathShape(of: source) == .forceUnwrapped {
+                throw KVOError(.forceUnwrappedKeyPath, detail: "source \(source.debugDescription)")
+            }
+            guard KeyPathRegistry.property(source, of: object) != nil else {
+                throw KeyPathRegistry.refusal(
+                    source,
+                    "a source of \(declaration.debugDescription) must be an observable property "
+                        + "of the class or another dependent key")
+            }
+        }
     }
 
     /// The dependent keys computed from `key` on `object`'s class, directly

@@ -13,8 +13,26 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The CKVOCore status (`ckvo_status_t`, negative), or a positive Swift-only code.
     public let rawValue: Int32
 
+    /// What SwiftKVO can say about where the error arose, beyond its kind: for
+    /// a refused key path, the part that is not observable and why. Not part
+    /// of equality: `error == .unsupportedKeyPath` holds whatever the detail.
+    public let detail: String?
+
     /// Creates an error from a raw status.
-    public init(rawValue: Int32) { self.rawValue = rawValue }
+    public init(rawValue: Int32) {
+        self.rawValue = rawValue
+        self.detail = nil
+    }
+
+    /// `error` with `detail` attached.
+    init(_ error: KVOError, detail: String) {
+        self.rawValue = error.rawValue
+        self.detail = detail
+    }
+
+    public static func == (lhs: KVOError, rhs: KVOError) -> Bool { lhs.rawValue == rhs.rawValue }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 
     /// An argument was invalid. Mirrors `CKVO_EINVAL`.
     public static var invalidArgument: KVOError { KVOError(rawValue: Engine.Status.invalidArgument) }
@@ -63,6 +81,11 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The engine's message for the status (`ckvo_strerror`), or the Swift-only message.
     public var description: String {
+        guard let detail else { return kindDescription }
+        return "\(kindDescription): \(detail)"
+    }
+
+    private var kindDescription: String {
         switch rawValue {
         case 1001:
             return "not an observable key path (an @Observed or @ObservedArray property, "

@@ -37,9 +37,14 @@ final class PropertyKey: @unchecked Sendable {  // immutable after init
     /// For `@ObservedArray` properties: raw access to the array storage
     /// (an `ArrayStorageAccess<Declaring, Element>`).
     let storageAccess: AnyObject?
+    /// The class that declares the property.
+    let declaringClass: AnyClass?
 
-    fileprivate init(key: EngineKey, valueType: Any.Type, storageAccess: AnyObject?) {
+    fileprivate init(
+        key: EngineKey, valueType: Any.Type, storageAccess: AnyObject?, declaringClass: AnyClass
+    ) {
         self.key = key
+        self.declaringClass = declaringClass
         self.probe = Engine.probe(of: key)
         self.valueType = valueType
         self.storageAccess = storageAccess
@@ -72,7 +77,8 @@ enum PropertyRegistry {
         precondition(key != 0, "SwiftKVO: could not intern key \(name) (out of memory)")
         let property = PropertyKey(
             key: key, valueType: Storage.Value.self,
-            storageAccess: Storage.storageAccess(in: Object.self, offset: offset))
+            storageAccess: Storage.storageAccess(in: Object.self, offset: offset),
+            declaringClass: Object.self)
         return properties.withLock { properties in
             if let existing = properties[declaration] { return existing }
             properties[declaration] = property
