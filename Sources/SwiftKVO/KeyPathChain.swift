@@ -17,9 +17,11 @@
 // one link is structural, so every change is read through the override.
 //
 // An optional chain whose link was nil when it was registered is checked
-// again, link by link, each time new links appear: a link that turns out not
-// to be the key path's component is not observed (its changes would carry
-// values of another property); replacements above it still notify.
+// again, link by link, each time new links appear. If what lay past the nil
+// link turns out to be a computed property, its leaf's changes are not
+// forwarded as they are (they would carry another property's values): every
+// property the key path reads is observed as a structural link instead, so
+// each change is delivered as a `setting` read through the whole key path.
 //
 // The root is held weakly. When it dies, the chain ends: its registrar
 // removes the root's own observations and tells the chain, which removes the
@@ -118,14 +120,13 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
     }
 
     /// Observes links 1..<n (structural ones with prior, the leaf with the user's options).
-    private func registerTail(_ links: [ProbeRecord]) -> [EngineToken] {
+    private func registerTail(_ links: [ProbeRecord], leafIsExact: Bool) -> [EngineToken] {
         var tokens: [EngineToken] = []
         for index in 1..<links.count {
             let link = links[index]
             (link.object as? any KeyValueObservable)?.kvoRegistrar.attach(link.object)
             let isLeaf =
-                index == links.count - 1 && link.property.valueType == leafType
-                && (shape.isEmpty || links.count == shape.count)
+                leafIsExact && index == links.count - 1 && link.property.valueType == leafType
             let box = isLeaf ? makeLeafBox() : makeStructuralBox()
             let linkOptions: ObservingOptions =
                 isLeaf ? options.subtracting(.initial) : [.prior]
@@ -219,8 +220,10 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
             guard let generation = state.withLock({ $0.active ? $0.tailGeneration : nil }) else {
                 return
             }
-            let links = verifiedLinks(KeyPathRegistry.links(of: keyPath, on: root))
-            let fresh = !links.isEmpty && links[0].object === root ? registerTail(links) : []
+            let links = KeyPathRegistry.links(of: keyPath, on: root)
+            let fresh =
+                !links.isEmpty && links[0].object === root
+                ? registerTail(links, leafIsExact: leafIsExact(links)) : []
             let (stale, installed): ([EngineToken], Bool) = state.withLock { state in
                 guard state.active else { return (fresh, true) }  // ended meanwhile
                 guard state.tailGeneration == generation else { return (fresh, false) }
@@ -235,15 +238,16 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
 
     /// Whether the chain still observes: not ended, and its root alive (a
     /// dead root's observations went with it).
-    /// `links`, cut before the first one that is not the key path's
-    /// component there (an optional chain registered while a link was nil).
-    private func verifiedLinks(_ links: [ProbeRecord]) -> [ProbeRecord] {
-        guard shape.count > 1, shape.contains(where: { $0.isOptionalChained }) else { return links }
+    /// Whether the last of `links` is the key path's own last component, whose
+    /// changes can be forwarded as they are. Not so for an optional chain
+    /// registered while a link was nil, if what lay past it turns out to be
+    /// a computed property: then every property it read is observed as a
+    /// structural link, and each change is read through the whole key path.
+    private func leafIsExact(_ links: [ProbeRecord]) -> Bool {
+        guard shape.count > 1, shape.contains(where: { $0.isOptionalChained }) else { return true }
         KeyPathRegistry.learn(links)
-        if case .mismatch(let index) = KeyPathRegistry.chainMatch(links, shape, keyPath: keyPath) {
-            return Array(links.prefix(index))
-        }
-        return links
+        if case .mismatch = KeyPathRegistry.chainMatch(links, shape, keyPath: keyPath) { return false }
+        return true
     }
 
     /// The user's handler, `nil` once the chain ended.
