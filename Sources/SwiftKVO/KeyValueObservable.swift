@@ -129,7 +129,9 @@ extension KeyValueObservable {
     ///     and moves the observation to the new account; optional links such
     ///     as `\.account?.name` are followed while they are non-nil). A
     ///     computed property that reads observed properties is none of these
-    ///     unless declared in ``dependentKeyPaths``, and is refused.
+    ///     unless declared in ``dependentKeyPaths``, and is refused; so are
+    ///     subscripts and links through structs or existentials, decided
+    ///     from the declarations without evaluating the key path.
     ///   - options: What the changes carry and whether an initial and prior
     ///     notifications are delivered (``ObservingOptions``).
     ///   - changeHandler: Called synchronously on the thread that made the
@@ -142,7 +144,8 @@ extension KeyValueObservable {
     /// - Returns: The observation. Keep it: the observation ends when it is
     ///   invalidated or deinitialized. The observed object is not retained.
     /// - Throws: ``KVOError/unsupportedKeyPath`` for a key path SwiftKVO
-    ///   cannot observe, ``KVOError/forceUnwrappedKeyPath`` for one with a
+    ///   cannot observe (its ``KVOError/detail`` names the part at fault),
+    ///   ``KVOError/forceUnwrappedKeyPath`` for one with a
     ///   `!` link, ``KVOError/dependencyCycle`` for a dependent key computed
     ///   from itself, ``KVOError/outOfMemory``. Nothing is registered then,
     ///   and `changeHandler` is never called.
