@@ -49,11 +49,22 @@ public protocol KeyValueObservable: AnyObject, SendableMetatype {
     /// Computed keys and the keys they are computed from (default: none).
     /// Both sides are key paths rooted in the declaring class.
     static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { get }
+
+    /// The observable keys by name, for key-value coding (default: none):
+    /// each `@Observed`/`@ObservedArray` property and declared dependent key
+    /// under its name, as a key path rooted in the declaring class
+    /// (`["name": \Account.name, "balance": \Account.balance]`). The
+    /// `@KeyValueObservable` macro writes it; a hand-written class declares it
+    /// to be reached by name.
+    static var observableKeyPaths: [String: AnyKeyPath] { get }
 }
 
 extension KeyValueObservable {
     /// No dependent keys.
     public static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { [:] }
+
+    /// No keys by name.
+    public static var observableKeyPaths: [String: AnyKeyPath] { [:] }
 }
 
 /// Removes every observation of its owner when the owner deinitializes.
