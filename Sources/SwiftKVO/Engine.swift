@@ -486,10 +486,13 @@ struct EngineChange {
 protocol OptionalValue {
     static var wrappedType: Any.Type { get }
     static func wrapping(_ pointer: UnsafeRawPointer) -> Self
+    /// The wrapped value, `nil` for `nil`.
+    var wrappedValue: Any? { get }
 }
 
 extension Optional: OptionalValue {
     static var wrappedType: Any.Type { Wrapped.self }
+    var wrappedValue: Any? { self.map { $0 } }
     static func wrapping(_ pointer: UnsafeRawPointer) -> Optional {
         .some(pointer.assumingMemoryBound(to: Wrapped.self).pointee)
     }

@@ -80,6 +80,15 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
     public static var isolatedAction: KVOError { KVOError(rawValue: 1004) }
 
     /// The engine's message for the status (`ckvo_strerror`), or the Swift-only message.
+    /// A key reached by name is not in the class's table of keys by name
+    /// (``KeyValueObservable/observableKeyPaths``), as Apple KVO's
+    /// `NSUndefinedKeyException`. Nothing was read, changed or registered.
+    public static var unknownKey: KVOError { KVOError(rawValue: 1005) }
+
+    /// A value given by name is not of the key's type (or `nil` for a key
+    /// that is not optional). Nothing was changed.
+    public static var typeMismatch: KVOError { KVOError(rawValue: 1006) }
+
     public var description: String {
         guard let detail else { return kindDescription }
         return "\(kindDescription): \(detail)"
@@ -93,6 +102,8 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
         case 1002: return "a force-unwrapped key path (!) would trap on nil: observe it with ?. instead"
         case 1003: return "the dependent key is computed from itself (a dependency cycle)"
         case 1004: return "a target-action isolated to a global actor other than the main actor"
+        case 1005: return "no observable key of that name"
+        case 1006: return "a value of another type than the key's"
         default: return Engine.message(for: rawValue)
         }
     }
