@@ -57,6 +57,11 @@ public protocol KeyValueObservable: AnyObject, SendableMetatype {
     /// `@KeyValueObservable` macro writes it; a hand-written class declares it
     /// to be reached by name.
     static var observableKeyPaths: [String: AnyKeyPath] { get }
+
+    /// Whether Swift's Observation module can observe the class too: `true`
+    /// for an ``ObservationBridged`` class, `false` otherwise. Never implement
+    /// it yourself: conform to ``ObservationBridged``.
+    static var isObservationBridged: Bool { get }
 }
 
 extension KeyValueObservable {

@@ -70,10 +70,17 @@ public struct ObservedSet<Element: Hashable> {
                     offset: { Engine.offset(of: storageKeyPath, in: object) },
                     keyPath: { wrappedKeyPath })
             }
+            if Object.isObservationBridged { ObservationBridge.make(.access, object, { wrappedKeyPath }) }
             return object[keyPath: storageKeyPath].storage
         }
         @inline(__always) set {
             let state = object[keyPath: storageKeyPath].state
+            if Object.isObservationBridged {
+                ObservationBridge.make(.willSet, object, { wrappedKeyPath })
+                notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
+                ObservationBridge.make(.didSet, object, { wrappedKeyPath })
+                return
+            }
             if state & SetterState.flags == SetterState.resolved,
                 !Engine.hasObservers(SetterState.probe(state))
             {
@@ -150,6 +157,13 @@ public struct ObservedSetMutator<Object: KeyValueObservable, Element: Hashable> 
     }
 
     private func mutate(kind: ChangeKind, _ body: (inout Set<Element>) -> Void) {
+        guard Object.isObservationBridged else { return announcedMutation(kind: kind, body) }
+        ObservationBridge.make(.willSet, object, { keyPath })
+        announcedMutation(kind: kind, body)
+        ObservationBridge.make(.didSet, object, { keyPath })
+    }
+
+    private func announcedMutation(kind: ChangeKind, _ body: (inout Set<Element>) -> Void) {
         guard let access else {
             var copy = object[keyPath: keyPath]
             body(&copy)
