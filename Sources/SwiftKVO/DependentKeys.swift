@@ -193,12 +193,12 @@ enum Dependencies {
         for source in declared[declaration] ?? [] {
             if self.declaration(of: source, in: declared) != nil { continue }
             if KeyPathShape(of: source) == .forceUnwrapped {
-                throw KVOError(.forceUnwrappedKeyPath, detail: "source \(source.debugDescription)")
+                throw KVOError(.forceUnwrappedKeyPath, detail: "source \(KeyPathRegistry.spelling(of: source))")
             }
             guard KeyPathRegistry.property(source, of: object) != nil else {
                 throw KeyPathRegistry.refusal(
                     source,
-                    "a source of \(declaration.debugDescription) must be an observable property "
+                    "a source of \(KeyPathRegistry.spelling(of: declaration)) must be an observable property "
                         + "of the class or another dependent key")
             }
         }

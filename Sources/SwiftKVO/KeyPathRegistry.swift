@@ -225,7 +225,7 @@ enum KeyPathRegistry {
 
     /// `.unsupportedKeyPath`, naming the key path and what is wrong with it.
     static func refusal(_ keyPath: AnyKeyPath, _ reason: String) -> KVOError {
-        KVOError(.unsupportedKeyPath, detail: "\(keyPath.debugDescription): \(reason)")
+        KVOError(.unsupportedKeyPath, detail: "\(spelling(of: keyPath)): \(reason)")
     }
 
     private static func isSubclass(_ type: Any.Type, of ancestor: AnyClass) -> Bool {
@@ -277,20 +277,35 @@ enum KeyPathRegistry {
             Mirror(reflecting: cutValue).children.isEmpty  // nil
         else { return .mismatch(index: records.count) }
         let isKnown = learnedAccessors.withLock { learned in
-            links[records.count...].allSatisfy { learned.contains($0.accessor) }
+            links[records.count...].allSatisfy { learned[$0.accessor] != nil }
         }
         return .cutShort(isKnown: isKnown)
     }
 
     /// The accessors of observable properties recorded so far (each
-    /// property's own key path's one component): what a link past a nil
-    /// optional link is checked against when there is no object to read.
-    private static let learnedAccessors = LockedState(Set<UInt>())
+    /// property's own key path's one component), and their properties: what a
+    /// link past a nil optional link is checked against when there is no
+    /// object to read, and how a key path is spelled by name.
+    private static let learnedAccessors = LockedState([UInt: PropertyKey]())
 
     /// Files the accessors of `records`' properties (registration path).
     static func learn(_ records: [ProbeRecord]) {
-        let accessors = records.compactMap { KeyPathShape.singleLink(of: $0.keyPath)?.accessor }
-        learnedAccessors.withLock { $0.formUnion(accessors) }
+        let learned = records.compactMap { record in
+            KeyPathShape.singleLink(of: record.keyPath).map { ($0.accessor, record.property) }
+        }
+        learnedAccessors.withLock { $0.merge(learned) { first, _ in first } }
+    }
+
+    /// `keyPath` spelled with the names of its properties (`\Folder.account?.name`)
+    /// where they are known, and each other component by its value type
+    /// (`\Doc.pages.<String>`): for descriptions and refusals.
+    static func spelling(of keyPath: AnyKeyPath) -> String {
+        let root = "\\" + _typeName(type(of: keyPath).rootType, qualified: false)
+        guard case .links(let links) = KeyPathShape(of: keyPath) else { return keyPath.debugDescription }
+        let names = learnedAccessors.withLock { learned in links.map { learned[$0.accessor]?.name } }
+        return zip(links, names).reduce(root) { text, link in
+            text + "." + (link.1 ?? "<\(link.0.valueTypeName)>") + (link.0.isOptionalChained ? "?" : "")
+        }
     }
 
     /// Resolved key paths seen by one thread (bounded): by key path identity

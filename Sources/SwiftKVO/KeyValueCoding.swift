@@ -123,9 +123,7 @@ extension KVOController {
     ) throws(KVOError) -> Bool {
         guard let object else { throw .invalidArgument }
         let path = try KeyValueCoding.path(keyPath, on: Object.self)
-        return try path.observe(object, with: self, options: options) { observer, object, change in
-            block(observer, object as! Object, change)
-        }
+        return try path.opening.register(in: self, object: object, options: options, block: block)
     }
 
     /// Stops observing `keyPath` (a name) of `object`; see
@@ -135,7 +133,7 @@ extension KVOController {
         guard let object, let path = try? KeyValueCoding.path(keyPath, on: Object.self) else {
             return false
         }
-        return path.unobserve(object, with: self)
+        return path.opening.unregister(in: self, object: object)
     }
 }
 
@@ -207,16 +205,8 @@ struct NamedKeyPath: @unchecked Sendable {  // key paths are immutable
         try erased.observe(object, options: options, handler: handler)
     }
 
-    func observe<Observer>(
-        _ object: AnyObject, with controller: KVOController<Observer>, options: ObservingOptions,
-        block: @escaping @Sendable (Observer, AnyObject, ObservedChange<Any>) -> Void
-    ) throws(KVOError) -> Bool {
-        try erased.observe(object, with: controller, options: options, block: block)
-    }
-
-    func unobserve<Observer>(_ object: AnyObject, with controller: KVOController<Observer>) -> Bool {
-        erased.unobserve(object, with: controller)
-    }
+    /// The key path opened for a ``KVOController``.
+    var opening: any ControllerKeyPathOpening { erased as! any ControllerKeyPathOpening }
 }
 
 /// A key path whose root is observable, used without naming its types.
@@ -227,11 +217,6 @@ protocol ErasedKeyPath {
         _ object: AnyObject, options: ObservingOptions,
         handler: @escaping @Sendable (AnyObject, ObservedChange<Any>) -> Void
     ) throws(KVOError) -> ObservationToken
-    func observe<Observer>(
-        _ object: AnyObject, with controller: KVOController<Observer>, options: ObservingOptions,
-        block: @escaping @Sendable (Observer, AnyObject, ObservedChange<Any>) -> Void
-    ) throws(KVOError) -> Bool
-    func unobserve<Observer>(_ object: AnyObject, with controller: KVOController<Observer>) -> Bool
 }
 
 extension KeyPath: ErasedKeyPath where Root: KeyValueObservable {
@@ -266,21 +251,6 @@ extension KeyPath: ErasedKeyPath where Root: KeyValueObservable {
         return try root.observe(self, options: options) { root, change in
             handler(root, change.map { $0 as Any })
         }
-    }
-
-    func observe<Observer>(
-        _ object: AnyObject, with controller: KVOController<Observer>, options: ObservingOptions,
-        block: @escaping @Sendable (Observer, AnyObject, ObservedChange<Any>) -> Void
-    ) throws(KVOError) -> Bool {
-        guard let root = object as? Root else { throw .invalidArgument }
-        return try controller.observe(root, self, options: options) { observer, root, change in
-            block(observer, root, change.map { $0 as Any })
-        }
-    }
-
-    func unobserve<Observer>(_ object: AnyObject, with controller: KVOController<Observer>) -> Bool {
-        guard let root = object as? Root else { return false }
-        return controller.unobserve(root, self)
     }
 }
 

@@ -39,12 +39,19 @@ final class PropertyKey: @unchecked Sendable {  // immutable after init
     let storageAccess: AnyObject?
     /// The class that declares the property.
     let declaringClass: AnyClass?
+    /// The property's name, as declared (`balance` for `@Observed var balance`).
+    let name: String
 
     fileprivate init(
-        key: EngineKey, valueType: Any.Type, storageAccess: AnyObject?, declaringClass: AnyClass
+        key: EngineKey, valueType: Any.Type, storageAccess: AnyObject?, declaringClass: AnyClass,
+        offset: Int
     ) {
         self.key = key
         self.declaringClass = declaringClass
+        self.name =
+            ObservableDeclarations.of(declaringClass).first {
+                $0.declaringClass == declaringClass && $0.offset == offset
+            }?.name ?? "+\(offset)"
         self.probe = Engine.probe(of: key)
         self.valueType = valueType
         self.storageAccess = storageAccess
@@ -78,7 +85,7 @@ enum PropertyRegistry {
         let property = PropertyKey(
             key: key, valueType: Storage.Value.self,
             storageAccess: Storage.storageAccess(in: Object.self, offset: offset),
-            declaringClass: Object.self)
+            declaringClass: Object.self, offset: offset)
         return properties.withLock { properties in
             if let existing = properties[declaration] { return existing }
             properties[declaration] = property
