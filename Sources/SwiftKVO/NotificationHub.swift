@@ -56,6 +56,12 @@ public struct NotificationHub: Sendable {
     /// looks the name up lock-free and stops there if nobody ever observed it.
     /// So names that are only posted leave nothing behind, and the engine's
     /// key table grows by the distinct names ever observed, never by posts.
+    ///
+    /// Names of any length work. One over 1,011 UTF-8 bytes (too long for
+    /// the engine's 1,024-byte key names with the hub's prefix) is mapped, by
+    /// its exact bytes, to a short engine name: registering and posting such
+    /// a name take a lock of the hub for that lookup, and allocate nothing
+    /// more on a post.
     public struct Name: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral {
         /// The name's string.
         public let rawValue: String
