@@ -234,7 +234,13 @@ public struct NotificationHub: Sendable {
     ///
     /// - Parameters:
     ///   - name: The notification name.
-    ///   - object: The sender to listen to; `nil` for every sender.
+    ///   - object: The sender to listen to; `nil` for every sender. Not
+    ///     retained. A ``KeyValueObservable`` sender removes the registration
+    ///     when it deinitializes (the token's ``ObservationToken/isValid``
+    ///     turns `false`). Any other sender does not: the registration stays
+    ///     (never called again) until the token is invalidated, keeping the
+    ///     dead sender's memory allocated, as for
+    ///     ``addObserver(_:name:object:using:)``.
     ///   - block: Called synchronously on the posting thread.
     /// - Throws: ``KVOError/outOfMemory`` when the engine cannot register it
     ///   (nothing is registered then, and `block` is never called).
@@ -244,7 +250,11 @@ public struct NotificationHub: Sendable {
     ) throws(KVOError) -> ObservationToken {
         let sender = Sender(object)
         let box = HubTokenObservation(pinnedSender: Self.pin(sender), block: block)
-        return ObservationToken(engineToken: try register(box, name: name, sender: sender).0.token)
+        let token = try register(box, name: name, sender: sender).0.token
+        // A KeyValueObservable sender's death removes the registration: the
+        // token watches for it. Any other registration lasts until invalidated.
+        guard let observable = sender.observable else { return ObservationToken(engineToken: token) }
+        return ObjectObservationToken(engineToken: token, liveness: observable.kvoRegistrar.ownerLiveness())
     }
 
     // MARK: Posting
