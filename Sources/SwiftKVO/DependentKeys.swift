@@ -134,11 +134,7 @@ enum Dependencies {
         } else {
             try checkSources(of: declaration, in: declared, on: object)
             guard let maker = keyPath as? any DependentKeyMaking else { return nil }
-            let name =
-                "swift-dependent:\(String(reflecting: Root.self))@"
-                + String(UInt(bitPattern: ObjectIdentifier(Root.self)), radix: 16)
-                + ":\(keyPath.debugDescription)"
-            let key = Engine.intern(name)
+            let key = Engine.intern(EngineKeyName.dependent(keyPath))
             guard key != 0 else { throw .outOfMemory }
             dependent = maker.makeDependentKey(key: key)
         }

@@ -31,9 +31,10 @@ import Synchronization
 ///   objects are held weakly, and an observed object's death removes its
 ///   observations.
 /// - Observing the same property of the same object twice is a no-op that
-///   returns ``KVOError/alreadyObserving``, also through different key paths
-///   naming it (`\SavingsAccount.name` and `\BaseAccount.name` for a
-///   property declared in `BaseAccount`); observing `nil` is a no-op.
+///   reports "already observing": it returns `false` (it does not throw),
+///   also through different key paths naming it (`\SavingsAccount.name` and
+///   `\BaseAccount.name` for a property declared in `BaseAccount`). Observing
+///   `nil` throws ``KVOError/invalidArgument``.
 /// - Removals never crash and report what they removed: `unobserve(_:_:)`
 ///   returns whether it removed an observation, `unobserve(_:)` and
 ///   ``unobserveAll()`` how many; `false` and 0 mean "not found" (never

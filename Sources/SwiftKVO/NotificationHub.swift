@@ -56,6 +56,12 @@ public struct NotificationHub: Sendable {
     /// looks the name up lock-free and stops there if nobody ever observed it.
     /// So names that are only posted leave nothing behind, and the engine's
     /// key table grows by the distinct names ever observed, never by posts.
+    ///
+    /// Names of any length work. One over 1,011 UTF-8 bytes (too long for
+    /// the engine's 1,024-byte key names with the hub's prefix) is mapped, by
+    /// its exact bytes, to a short engine name: registering and posting such
+    /// a name take a lock of the hub for that lookup, and allocate nothing
+    /// more on a post.
     public struct Name: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral {
         /// The name's string.
         public let rawValue: String
@@ -228,7 +234,13 @@ public struct NotificationHub: Sendable {
     ///
     /// - Parameters:
     ///   - name: The notification name.
-    ///   - object: The sender to listen to; `nil` for every sender.
+    ///   - object: The sender to listen to; `nil` for every sender. Not
+    ///     retained. A ``KeyValueObservable`` sender removes the registration
+    ///     when it deinitializes (the token's ``ObservationToken/isValid``
+    ///     turns `false`). Any other sender does not: the registration stays
+    ///     (never called again) until the token is invalidated, keeping the
+    ///     dead sender's memory allocated, as for
+    ///     ``addObserver(_:name:object:using:)``.
     ///   - block: Called synchronously on the posting thread.
     /// - Throws: ``KVOError/outOfMemory`` when the engine cannot register it
     ///   (nothing is registered then, and `block` is never called).
@@ -238,7 +250,11 @@ public struct NotificationHub: Sendable {
     ) throws(KVOError) -> ObservationToken {
         let sender = Sender(object)
         let box = HubTokenObservation(pinnedSender: Self.pin(sender), block: block)
-        return ObservationToken(engineToken: try register(box, name: name, sender: sender).0.token)
+        let token = try register(box, name: name, sender: sender).0.token
+        // A KeyValueObservable sender's death removes the registration: the
+        // token watches for it. Any other registration lasts until invalidated.
+        guard let observable = sender.observable else { return ObservationToken(engineToken: token) }
+        return ObjectObservationToken(engineToken: token, liveness: observable.kvoRegistrar.ownerLiveness())
     }
 
     // MARK: Posting
