@@ -90,6 +90,16 @@ public struct NotificationHub: Sendable {
         let token: EngineToken
     }
 
+    /// What ``registrations(of:)`` reports of one registration.
+    public struct ObserverRegistration: Hashable, Sendable {
+        /// The registration, for ``removeObserver(_:)-(Registration)``.
+        public let registration: Registration
+        /// The notification name it listens to.
+        public let name: Name
+        /// Whether it listens to one sender only (`false`: any sender).
+        public let filtersSender: Bool
+    }
+
     /// One registration in the hub's table: its name's key and its sender
     /// filter's address (0 for any sender).
     private struct Entry {
@@ -304,6 +314,26 @@ public struct NotificationHub: Sendable {
         // its registrations: removed, not counted.
         for token in dead { Engine.unobserve(token) }
         return entries.count { Engine.unobserve($0.registration.token) == nil }
+    }
+
+    /// The registrations `observer` has with the hub (those added with
+    /// ``addObserver(_:name:object:using:)``; token-style ones belong to their
+    /// tokens), in the order they were added.
+    ///
+    /// Takes the hub's registration lock for a moment; posts never take it,
+    /// so notification is never held up. O(the observer's registrations).
+    public func registrations(of observer: AnyObject) -> [ObserverRegistration] {
+        let address = Engine.address(of: observer)
+        let entries: [Entry] = Self.table.withLock { table in
+            guard let filed = table.entries[address], filed.observer === observer else { return [] }
+            return filed.entries
+        }
+        return entries.compactMap { entry in
+            Name(engineKey: entry.key).map {
+                ObserverRegistration(
+                    registration: entry.registration, name: $0, filtersSender: entry.objectAddress != 0)
+            }
+        }
     }
 
     /// Removes `observer`'s registrations for `name` — from `object` only, or

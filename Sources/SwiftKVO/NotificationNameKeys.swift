@@ -47,6 +47,19 @@ extension NotificationHub.Name {
         return contiguous.withUTF8(Self.key(ofBytes:))
     }
 
+    /// The name whose engine key is `key`, if it is a notification name's
+    /// (introspection: the reverse of ``internedKey()``).
+    init?(engineKey key: EngineKey) {
+        guard let interned = Engine.name(of: key) else { return nil }
+        if interned.hasPrefix("\(Self.keyPrefix)") {
+            self.init(rawValue: String(interned.dropFirst(Self.keyPrefix.utf8CodeUnitCount)))
+        } else if let name = LongNames.name(ofKey: key) {
+            self.init(rawValue: name)
+        } else {
+            return nil
+        }
+    }
+
     private static func key(ofBytes bytes: UnsafeBufferPointer<UInt8>) -> EngineKey {
         if bytes.count > directLimit { return LongNames.key(ofBytes: bytes) }
         return NameKeyCache.withCurrent { cache in
@@ -124,6 +137,16 @@ enum LongNames {
         var hasher = Hasher()
         hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
         return hasher.finalize()
+    }
+
+    /// The long name whose key is `key`, if any (introspection; O(long names)).
+    static func name(ofKey key: EngineKey) -> String? {
+        table.withLock { table in
+            for entries in table.entries.values {
+                if let entry = entries.first(where: { $0.key == key }) { return String(decoding: entry.bytes, as: UTF8.self) }
+            }
+            return nil
+        }
     }
 
     /// The key of the long name `bytes` if it was ever registered, else 0.

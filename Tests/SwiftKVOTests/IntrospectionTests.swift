@@ -49,4 +49,21 @@ import Testing
             #expect(error.detail?.hasPrefix("\\Folder.account?.<String>?") == true, "\(error)")
         }
     }
+
+    @Test func hubListsAnObserversRegistrationsByName() throws {
+        let observer = Observer()
+        let sender = Account()
+        let long = NotificationHub.Name(rawValue: String(repeating: "n", count: 2_000))
+        let hub = NotificationHub.default
+        let first = try hub.addObserver(observer, name: "introspection.one") { _, _ in }
+        try hub.addObserver(observer, name: "introspection.two", object: sender) { _, _ in }
+        try hub.addObserver(observer, name: long) { _, _ in }
+        let registrations = hub.registrations(of: observer)
+        #expect(registrations.map(\.name) == ["introspection.one", "introspection.two", long])
+        #expect(registrations.map(\.filtersSender) == [false, true, false])
+        #expect(registrations.first?.registration == first)
+        #expect(hub.registrations(of: Observer()).isEmpty)
+        hub.removeObserver(observer)
+        #expect(hub.registrations(of: observer).isEmpty)
+    }
 }

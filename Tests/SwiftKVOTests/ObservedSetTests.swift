@@ -118,4 +118,14 @@ private func describe(_ change: ObservedChange<Set<String>>) -> String {
         #expect(calls.count == 0)
         token.invalidate()
     }
+
+    @Test func setValuesYieldTheWholeSetAfterEachChange() async throws {
+        let team = Team()
+        var values = try team.values(for: \.members).makeAsyncIterator()
+        #expect(await values.next() == ["ada", "grace"])
+        team.mutableSet(\.members).insert("linus")
+        #expect(await values.next() == ["ada", "grace", "linus"])
+        team.mutableSet(\.members).remove("ada")
+        #expect(await values.next() == ["grace", "linus"])
+    }
 }
