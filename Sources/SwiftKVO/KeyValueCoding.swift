@@ -85,7 +85,7 @@ extension KeyValueObservable {
     ) throws(KVOError) -> ObservationToken {
         let path = try KeyValueCoding.path(keyPath, on: type(of: self))
         return try path.observe(self, options: options) { object, change in
-            changeHandler(object as! Self, change)  // the object the path was resolved on
+            changeHandler(unsafeDowncast(object, to: Self.self), change)  // the object observed
         }
     }
 
@@ -248,9 +248,16 @@ extension KeyPath: ErasedKeyPath where Root: KeyValueObservable {
         handler: @escaping @Sendable (AnyObject, ObservedChange<Any>) -> Void
     ) throws(KVOError) -> ObservationToken {
         guard let root = object as? Root else { throw .invalidArgument }
-        return try root.observe(self, options: options) { root, change in
-            handler(root, change.map { $0 as Any })
+        let resolved = try KeyPathRegistry.resolve(self, on: root)
+        guard resolved.kind != .chain else {
+            return try root.observe(self, options: options) { root, change in
+                handler(root, change.map { $0 as Any })
+            }
         }
+        let box = NamedObservation(
+            Value.self, unmanagedKeyPath: resolved.unmanagedKeyPath,
+            readsInitialValue: options.contains(.new), handler: handler)
+        return try Deliveries.register(root, key: resolved.key, options: options, box: box)
     }
 }
 
