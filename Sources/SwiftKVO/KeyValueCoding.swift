@@ -66,8 +66,9 @@ extension KeyValueObservable {
     }
 
     /// Sets the value at the dotted key path `keyPath`, as Apple's
-    /// `setValue(_:forKeyPath:)`; see ``setValue(_:forKey:)``. A `nil` link
-    /// on the way is ``KVOError/notFound`` and changes nothing.
+    /// `setValue(_:forKeyPath:)`; see ``setValue(_:forKey:)``. An optional
+    /// link on the way is not followed by name (``KVOError/unsupportedKeyPath``,
+    /// nothing changes): read the link, then set by name on its value.
     public func setValue(_ value: Any?, forKeyPath keyPath: String) throws(KVOError) {
         try KeyValueCoding.path(keyPath, on: type(of: self)).write(value, keyPath: keyPath, to: self)
     }
@@ -98,7 +99,9 @@ extension KeyValueObservable {
     public func mutableArrayValue<Element>(
         forKey key: String, of _: Element.Type
     ) throws(KVOError) -> ObservedArrayMutator<Self, Element> {
-        let path = try KeyValueCoding.path(key, on: type(of: self))
+        // Resolved on the static type: the mutator is typed by it (a
+        // reference of a base class type reaches the base class's keys).
+        let path = try KeyValueCoding.path(key, on: Self.self)
         guard let keyPath = path.keyPath as? ReferenceWritableKeyPath<Self, [Element]> else {
             throw KVOError(
                 .typeMismatch,

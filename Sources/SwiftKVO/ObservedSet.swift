@@ -229,7 +229,9 @@ extension KeyValueObservable {
     public func mutableSetValue<Element>(
         forKey key: String, of _: Element.Type
     ) throws(KVOError) -> ObservedSetMutator<Self, Element> {
-        let path = try KeyValueCoding.path(key, on: type(of: self))
+        // Resolved on the static type: the mutator is typed by it (a
+        // reference of a base class type reaches the base class's keys).
+        let path = try KeyValueCoding.path(key, on: Self.self)
         guard let keyPath = path.keyPath as? ReferenceWritableKeyPath<Self, Set<Element>> else {
             throw KVOError(
                 .typeMismatch,

@@ -71,6 +71,18 @@ private final class Shouter: Member, @unchecked Sendable {
     }
 }
 
+/// A dependent key with a computed source that traps when read.
+private final class Shelf: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @ObservedArray var items: [String] = []
+    @Observed var title = ""
+    var firstItem: String { items[0] }  // traps on an empty shelf
+    var headline: String { "\(title) \(firstItem)" }
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [\Shelf.headline: [\Shelf.title, \Shelf.firstItem]]
+    }
+}
+
 @Suite struct KeyPathResolutionTests {
     // Item 1: a chain ending in a computed property.
 
@@ -210,5 +222,15 @@ private final class Shouter: Member, @unchecked Sendable {
         #expect(token?.isValid == false)
         wallet.balance = 1
         #expect(token?.invalidate() == false)
+    }
+
+    // A setter never reads a dependent key's sources.
+
+    @Test func setterNeverEvaluatesADependentKeysSources() throws {
+        let shelf = Shelf()
+        shelf.title = "x"  // trapped on the attack branch: the computed source was read
+        #expect(shelf.title == "x")
+        shelf.title = "y"
+        #expect(shelf.title == "y")
     }
 }

@@ -26,9 +26,21 @@ private final class Ledger: KeyValueObservable, @unchecked Sendable {
     }
 }
 
+private class Register: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @ObservedArray var history: [String] = []
+    @ObservedSet var tags: Set<String> = []
+    class var observableKeyPaths: [String: AnyKeyPath] { ["history": \Register.history, "tags": \Register.tags] }
+}
+
+private final class AuditedRegister: Register, @unchecked Sendable {}
+
 extension Account {
     static var observableKeyPaths: [String: AnyKeyPath] {
-        ["name": \Account.name, "balance": \Account.balance, "transactions": \Account.transactions]
+        [
+            "name": \Account.name, "balance": \Account.balance, "transactions": \Account.transactions,
+            "manualCount": \Account.manualCount,
+        ]
     }
 }
 
@@ -188,5 +200,13 @@ extension Account {
             #expect(error == .unsupportedKeyPath)
             #expect(error.detail?.contains("optional") == true)
         }
+    }
+
+    @Test func mutableViewsByNameWorkThroughABaseTypedReference() throws {
+        let register: Register = AuditedRegister()
+        try register.mutableArrayValue(forKey: "history", of: String.self).append("opened")
+        try register.mutableSetValue(forKey: "tags", of: String.self).insert("audit")
+        #expect(register.history == ["opened"])
+        #expect(register.tags == ["audit"])
     }
 }
