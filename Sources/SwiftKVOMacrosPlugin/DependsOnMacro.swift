@@ -1,0 +1,43 @@
+#if Macros
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxMacros
+
+/// `@DependsOn(\.name, \.balance)` on a computed property: a marker read by
+/// `@KeyValueObservable`, which writes the property and its sources into `dependentKeyPaths`.
+/// Expands to nothing; checks here only what the attribute itself can get wrong (where it is
+/// attached, its arguments), so each mistake is reported once, at the attribute.
+public struct DependsOnMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self),
+            let property = variable.bindings.first, variable.bindings.count == 1
+        else {
+            context.diagnose(Diagnostic(node: node, message: KVOMacroDiagnostic.dependsOnNotAProperty))
+            return []
+        }
+        let name = property.pattern.trimmedDescription
+        if variable.isStatic {
+            context.diagnose(Diagnostic(node: node, message: KVOMacroDiagnostic.dependsOnStatic(name)))
+        } else if !property.isComputed {
+            context.diagnose(
+                Diagnostic(
+                    node: node, message: KVOMacroDiagnostic.dependsOnStored(name),
+                    fixIt: FixIt(
+                        message: KVOMacroFixIt.removeDependsOn,
+                        changes: [.replace(oldNode: Syntax(variable), newNode: Syntax(variable.removing(node)))])))
+        }
+        let arguments = node.dependencyArguments
+        if arguments.isEmpty {
+            context.diagnose(Diagnostic(node: node, message: KVOMacroDiagnostic.dependsOnNoSources(name)))
+        }
+        for argument in arguments where argument.expression.as(KeyPathExprSyntax.self) == nil {
+            context.diagnose(Diagnostic(node: argument.expression, message: KVOMacroDiagnostic.dependsOnNotAKeyPath))
+        }
+        return []
+    }
+}
+#endif
