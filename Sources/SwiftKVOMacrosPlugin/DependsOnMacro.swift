@@ -28,7 +28,7 @@ public struct DependsOnMacro: PeerMacro {
                     node: node, message: KVOMacroDiagnostic.dependsOnStored(name),
                     fixIt: FixIt(
                         message: KVOMacroFixIt.removeDependsOn,
-                        changes: [.replace(oldNode: Syntax(variable), newNode: Syntax(variable.removing(node)))])))
+                        changes: [.replace(oldNode: Syntax(variable), newNode: Syntax(variable.removing(attribute: "DependsOn")))])))
         }
         let arguments = node.dependencyArguments
         if arguments.isEmpty {

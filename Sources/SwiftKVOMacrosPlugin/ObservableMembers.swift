@@ -111,10 +111,11 @@ extension VariableDeclSyntax {
         }
     }
 
-    /// The declaration without `attribute` (for a fix-it), keeping its leading trivia.
-    func removing(_ attribute: AttributeSyntax) -> VariableDeclSyntax {
+    /// The declaration without the attributes named `name` (for a fix-it), keeping its
+    /// leading trivia.
+    func removing(attribute name: String) -> VariableDeclSyntax {
         let kept = attributes.filter { element in
-            if case .attribute(let other) = element { return other.id != attribute.id }
+            if case .attribute(let other) = element { return other.baseName != name }
             return true
         }
         return with(\.attributes, AttributeListSyntax(Array(kept))).with(\.leadingTrivia, leadingTrivia)
