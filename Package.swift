@@ -96,6 +96,9 @@ let package = Package(
         ),
         // The README's Swift quick start, run by `make quickstart`.
         .executableTarget(name: "QuickStart", dependencies: ["SwiftKVO"], path: "examples/QuickStart"),
+        // The same, declared with @KeyValueObservable (`make quickstart`, with the Macros trait).
+        .executableTarget(
+            name: "QuickStartMacro", dependencies: ["SwiftKVOMacros"], path: "examples/QuickStartMacro"),
         // C helpers for CKVOCoreTests: recording callbacks, atomics, barriers, fork, pthread_exit.
         .target(name: "CKVOTestSupport", dependencies: ["CKVOCore"], path: "Tests/CKVOTestSupport"),
         .testTarget(
