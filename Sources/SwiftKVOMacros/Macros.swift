@@ -65,7 +65,9 @@
 ///   one) and into the name table.
 /// - Left as written, silently, as Swift's `@Observable` does: `let` properties (they never
 ///   change), `static`/`class` properties (observation is per object), computed properties
-///   without `@DependsOn` (nothing tells when they change). Observing one of these is refused
+///   without `@DependsOn` (nothing tells when they change), `weak` and `unowned` properties
+///   (a weak reference turns `nil` with no assignment, which nothing could announce; a
+///   property wrapper cannot hold one either). Observing one of these is refused
 ///   at run time with ``KVOError/unsupportedKeyPath``, naming the property.
 /// - `let kvoRegistrar = KVORegistrar()` is declared unless you declared it so yourself
 ///   (`let kvoRegistrar = KVORegistrar()` or `let kvoRegistrar: KVORegistrar`); a

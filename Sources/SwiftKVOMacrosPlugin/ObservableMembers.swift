@@ -16,8 +16,9 @@ enum ObservableMember {
     /// A stored `var` declaring several properties or a tuple: refused.
     case unsupportedPattern(KVOMacroDiagnostic)
     /// Everything the macro leaves as written: `let`, `static`/`class` properties, computed
-    /// properties without `@DependsOn`, `@KVOIgnored`, properties with another property
-    /// wrapper, `kvoRegistrar`, and members that are not properties.
+    /// properties without `@DependsOn`, `weak`/`unowned` properties, `@KVOIgnored`,
+    /// properties with another property wrapper, `kvoRegistrar`, and members that are not
+    /// properties.
     case leftAlone
 
     /// The property's name in the name table, for what the table lists.
@@ -59,6 +60,12 @@ enum ObservableMember {
         }
         if let lazy = variable.modifiers.first(where: { $0.name.tokenKind == .keyword(.lazy) }) {
             self = .lazy(name: variable.bindings.first?.identifier ?? "", modifier: lazy)
+            return
+        }
+        if variable.modifiers.contains(where: {
+            $0.name.tokenKind == .keyword(.weak) || $0.name.tokenKind == .keyword(.unowned)
+        }) {
+            self = .leftAlone  // a weak reference turns nil with no assignment to announce
             return
         }
         if variable.hasAttribute("Observed") || variable.hasAttribute("ObservedArray") {

@@ -136,6 +136,7 @@ import Testing
                 }
                 @Clamped var level = 0
                 @MainActor var title = ""
+                weak var delegate: AnyObject?
                 func reset() {}
             }
             """,
@@ -152,6 +153,7 @@ import Testing
                     @Clamped var level = 0
                     @MainActor
                     @Observed var title = ""
+                    weak var delegate: AnyObject?
                     func reset() {}
 
                     let kvoRegistrar = KVORegistrar()
