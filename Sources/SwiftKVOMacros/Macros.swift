@@ -60,7 +60,7 @@
 /// - ``KVOIgnored()`` properties, and properties with another property wrapper (any
 ///   capitalized attribute other than `@MainActor`, so also a global actor of your own),
 ///   are left as written and not listed.
-/// - A computed property with ``DependsOn(_:)-(PartialKeyPath<DependencySource>...)`` is a
+/// - A computed property with `@DependsOn` is a
 ///   dependent key: it goes into `dependentKeyPaths` (generated only when some property has
 ///   one) and into the name table.
 /// - Left as written, silently, as Swift's `@Observable` does: `let` properties (they never
@@ -114,24 +114,26 @@ public macro KVOIgnored() = #externalMacro(module: "SwiftKVOMacrosPlugin", type:
 /// ```swift
 /// @DependsOn(\.firstName, \.lastName) var fullName: String { "\(firstName) \(lastName)" }
 /// @DependsOn(\.fullName) var greeting: String { "Hello, \(fullName)" }   // transitive
-/// @DependsOn(\.account.name) var owner: String { account.name }         // through a chain
 /// ```
 ///
-/// - Parameter keyPaths: Key paths from the class, written `\.name` (the macro roots them in
-///   the class: `\Account.name`); the compiler checks them against the class's declarations
-///   in the generated `dependentKeyPaths`. A link through an optional needs the class named:
-///   use the overload taking `\Account.backup?.name`.
+/// - Parameter keyPaths: Properties of the class, or its other dependent keys, written
+///   `\.name`; the macro roots them in the class (`\Account.name`) in the generated
+///   `dependentKeyPaths`, where the compiler checks them against the class's declarations
+///   (a misspelled name is reported there).
 ///
-/// A marker read by ``KeyValueObservable()``; it expands to nothing. On a stored property
-/// (observed by itself), a `static` one, or without key paths, it is an error.
+/// A marker read by ``KeyValueObservable()``; it expands to nothing. It is an error on a
+/// stored property (observed by itself; the fix-it removes the attribute), on a `static` one,
+/// without key paths, with a chain (`\.account.name`: a dependent key does not follow other
+/// objects, and SwiftKVO would refuse it at registration; observe the chain itself), or with a
+/// key path rooted in another type.
 @attached(peer)
 public macro DependsOn(_ keyPaths: PartialKeyPath<DependencySource>...) =
     #externalMacro(module: "SwiftKVOMacrosPlugin", type: "DependsOnMacro")
 
-/// Declares the keys a computed property is computed from, as key paths rooted in the class
-/// (`@DependsOn(\Account.name, \Account.backup?.name)`).
+/// Declares the keys a computed property is computed from, with key paths that name the
+/// class (`@DependsOn(\Account.name)`); as the `\.name` form otherwise.
 ///
-/// - Parameter keyPaths: Key paths rooted in the declaring class.
+/// - Parameter keyPaths: Properties of the declaring class, or its other dependent keys.
 @attached(peer)
 public macro DependsOn(_ keyPaths: AnyKeyPath...) =
     #externalMacro(module: "SwiftKVOMacrosPlugin", type: "DependsOnMacro")

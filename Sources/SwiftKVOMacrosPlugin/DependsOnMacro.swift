@@ -6,7 +6,10 @@ import SwiftSyntaxMacros
 /// `@DependsOn(\.name, \.balance)` on a computed property: a marker read by
 /// `@KeyValueObservable`, which writes the property and its sources into `dependentKeyPaths`.
 /// Expands to nothing; checks here only what the attribute itself can get wrong (where it is
-/// attached, its arguments), so each mistake is reported once, at the attribute.
+/// attached, its arguments), so each mistake is reported once, at the attribute. A source is
+/// one property of the class (`\.name`) or another dependent key: SwiftKVO does not follow a
+/// chain (`\.account.name`) for a dependent key, and refuses one at registration, so the
+/// macro refuses it at compile time.
 public struct DependsOnMacro: PeerMacro {
     public static func expansion(
         of node: AttributeSyntax,
@@ -34,8 +37,15 @@ public struct DependsOnMacro: PeerMacro {
         if arguments.isEmpty {
             context.diagnose(Diagnostic(node: node, message: KVOMacroDiagnostic.dependsOnNoSources(name)))
         }
-        for argument in arguments where argument.expression.as(KeyPathExprSyntax.self) == nil {
-            context.diagnose(Diagnostic(node: argument.expression, message: KVOMacroDiagnostic.dependsOnNotAKeyPath))
+        for argument in arguments {
+            guard let keyPath = argument.expression.as(KeyPathExprSyntax.self) else {
+                context.diagnose(Diagnostic(node: argument.expression, message: KVOMacroDiagnostic.dependsOnNotAKeyPath))
+                continue
+            }
+            if !keyPath.isOneProperty {
+                context.diagnose(
+                    Diagnostic(node: keyPath, message: KVOMacroDiagnostic.dependsOnChain(keyPath.trimmedDescription)))
+            }
         }
         return []
     }

@@ -14,6 +14,8 @@ enum KVOMacroDiagnostic: DiagnosticMessage {
     case dependsOnStored(String)
     case dependsOnNoSources(String)
     case dependsOnNotAKeyPath
+    case dependsOnChain(String)
+    case dependsOnForeignRoot(keyPath: String, className: String)
 
     var message: String {
         switch self {
@@ -44,7 +46,11 @@ enum KVOMacroDiagnostic: DiagnosticMessage {
         case .dependsOnNoSources(let name):
             return "'@DependsOn' needs the key paths '\(name)' is computed from, e.g. '@DependsOn(\\.firstName, \\.lastName)'"
         case .dependsOnNotAKeyPath:
-            return "'@DependsOn' takes key path literals such as '\\.name' or '\\.account.name'"
+            return "'@DependsOn' takes key path literals such as '\\.name'"
+        case .dependsOnChain(let keyPath):
+            return "'@DependsOn' sources are properties of this class or its other dependent keys; '\(keyPath)' reaches through another object, which a dependent key does not follow: depend on its first property, or observe the chain itself"
+        case .dependsOnForeignRoot(let keyPath, let className):
+            return "'@DependsOn' sources are properties of '\(className)'; '\(keyPath)' is rooted elsewhere: write it '\\.name'"
         }
     }
 
@@ -62,6 +68,8 @@ enum KVOMacroDiagnostic: DiagnosticMessage {
             case .dependsOnStored: "dependsOnStored"
             case .dependsOnNoSources: "dependsOnNoSources"
             case .dependsOnNotAKeyPath: "dependsOnNotAKeyPath"
+            case .dependsOnChain: "dependsOnChain"
+            case .dependsOnForeignRoot: "dependsOnForeignRoot"
             }
         return MessageID(domain: "SwiftKVOMacros", id: id)
     }

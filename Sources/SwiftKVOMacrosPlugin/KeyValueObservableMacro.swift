@@ -59,7 +59,20 @@ extension KeyValueObservableMacro: MemberMacro {
             if case .dependent(let name, let sources) = member { return (name, sources) }
             return nil
         }
-        if !dependents.isEmpty {
+        var foreignRoot = false
+        for (_, sources) in dependents {
+            for source in sources {
+                if let root = source.root?.trimmedDescription, root != className, root != "Self" {
+                    foreignRoot = true
+                    context.diagnose(
+                        Diagnostic(
+                            node: source,
+                            message: KVOMacroDiagnostic.dependsOnForeignRoot(
+                                keyPath: source.trimmedDescription, className: className)))
+                }
+            }
+        }
+        if !dependents.isEmpty, !foreignRoot {  // (after that error, a table would only add more)
             if let written = variables.first(where: { $0.declares("dependentKeyPaths") }) {
                 context.diagnose(Diagnostic(node: written, message: KVOMacroDiagnostic.dependentKeyPathsWrittenByHand))
             } else {
@@ -87,9 +100,10 @@ extension KeyValueObservableMacro: MemberMacro {
         return generated
     }
 
-    /// `\.name` rooted in the class (`\Account.name`); a key path written with a root stays.
+    /// `\.name` and `\Self.name` rooted in the class (`\Account.name`: the declaring class, also
+    /// in a subclass's table).
     static func rooted(_ keyPath: KeyPathExprSyntax, in className: String) -> String {
-        keyPath.root == nil ? "\\\(className)\(keyPath.components.trimmedDescription)" : keyPath.trimmedDescription
+        "\\\(className)\(keyPath.components.trimmedDescription)"
     }
 
     /// A dictionary literal as a user writes it: one entry per line (`[:]` when empty).

@@ -42,7 +42,7 @@ enum ObservableMember {
             let sources = dependsOn.dependencyArguments.compactMap { $0.expression.as(KeyPathExprSyntax.self) }
             if variable.bindings.count == 1, let binding = variable.bindings.first, binding.isComputed,
                 let name = binding.identifier, !sources.isEmpty,
-                sources.count == dependsOn.dependencyArguments.count
+                sources.count == dependsOn.dependencyArguments.count, sources.allSatisfy(\.isOneProperty)
             {
                 self = .dependent(name: name, sources: sources)
             } else {
@@ -169,6 +169,15 @@ extension TypeSyntax {
             return member.baseType.trimmedDescription == "Swift" && member.name.text == "Array"
                 && member.genericArgumentClause != nil
         }
+        return false
+    }
+}
+
+extension KeyPathExprSyntax {
+    /// `\.name` or `\Root.name`: one property, no chain, optional link or subscript.
+    var isOneProperty: Bool {
+        guard components.count == 1, let component = components.first?.component else { return false }
+        if case .property(let property) = component { return property.genericArgumentClause == nil }
         return false
     }
 }

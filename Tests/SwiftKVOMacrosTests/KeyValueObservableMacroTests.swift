@@ -284,48 +284,52 @@ import Testing
                 """#)
     }
 
-    @Test func dependenciesKeepChainsAndExplicitRoots() {
+    @Test func dependenciesAreRootedInTheClassAndMayBeTransitive() {
         assertExpansion(
             #"""
             @KeyValueObservable
-            final class Document<Body> {
-                var account = Account()
-                var body: Body
-                @DependsOn(\.account.name, \Document.account.balance) var owner: String { account.name }
-                @DependsOn(\.owner) var banner: String { "by \(owner)" }
-                init(body: Body) { self.body = body }
+            final class Person<Tag> {
+                var first = ""
+                var last = ""
+                var tag: Tag
+                @DependsOn(\.first, \Person.last) var full: String { "\(first) \(last)" }
+                @DependsOn(\Self.full) var greeting: String { "Hello, \(full)" }
+                init(tag: Tag) { self.tag = tag }
             }
             """#,
             expandedSource: #"""
-                final class Document<Body> {
+                final class Person<Tag> {
                     @Observed
-                    var account = Account()
+                    var first = ""
                     @Observed
-                    var body: Body
-                    var owner: String { account.name }
-                    var banner: String { "by \(owner)" }
-                    init(body: Body) { self.body = body }
+                    var last = ""
+                    @Observed
+                    var tag: Tag
+                    var full: String { "\(first) \(last)" }
+                    var greeting: String { "Hello, \(full)" }
+                    init(tag: Tag) { self.tag = tag }
 
                     let kvoRegistrar = KVORegistrar()
 
                     static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
                         [
-                            \Document.owner: [\Document.account.name, \Document.account.balance],
-                            \Document.banner: [\Document.owner],
+                            \Person.full: [\Person.first, \Person.last],
+                            \Person.greeting: [\Person.full],
                         ]
                     }
 
                     static var observableKeyPaths: [String: AnyKeyPath] {
                         [
-                            "account": \Document.account,
-                            "body": \Document.body,
-                            "owner": \Document.owner,
-                            "banner": \Document.banner,
+                            "first": \Person.first,
+                            "last": \Person.last,
+                            "tag": \Person.tag,
+                            "full": \Person.full,
+                            "greeting": \Person.greeting,
                         ]
                     }
                 }
 
-                extension Document: KeyValueObservable {
+                extension Person: KeyValueObservable {
                 }
                 """#)
     }

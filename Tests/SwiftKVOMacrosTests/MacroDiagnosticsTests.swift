@@ -348,5 +348,59 @@ import Testing
                     line: 2, column: 5)
             ])
     }
+
+    @Test func dependsOnAChainIsRefused() {
+        assertExpansion(
+            #"""
+            final class Portfolio {
+                @DependsOn(\.primary.name) var label: String { primary.name }
+            }
+            """#,
+            expandedSource: """
+                final class Portfolio {
+                    var label: String { primary.name }
+                }
+                """,
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "'@DependsOn' sources are properties of this class or its other dependent keys; '\\.primary.name' reaches through another object, which a dependent key does not follow: depend on its first property, or observe the chain itself",
+                    line: 2, column: 16)
+            ])
+    }
+
+    @Test func dependsOnAnotherClassIsRefused() {
+        assertExpansion(
+            #"""
+            @KeyValueObservable
+            final class Label {
+                var text = ""
+                @DependsOn(\Account.name) var title: String { text }
+            }
+            """#,
+            expandedSource: #"""
+                final class Label {
+                    @Observed
+                    var text = ""
+                    var title: String { text }
+
+                    let kvoRegistrar = KVORegistrar()
+
+                    static var observableKeyPaths: [String: AnyKeyPath] {
+                        [
+                            "text": \Label.text,
+                            "title": \Label.title,
+                        ]
+                    }
+                }
+
+                extension Label: KeyValueObservable {
+                }
+                """#,
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "'@DependsOn' sources are properties of 'Label'; '\\Account.name' is rooted elsewhere: write it '\\.name'",
+                    line: 4, column: 16)
+            ])
+    }
 }
 #endif
