@@ -89,7 +89,10 @@ extension KeyValueObservableMacro: MemberMacro {
         }
 
         if !variables.contains(where: { $0.declares("observableKeyPaths") }) {
-            let entries = members.compactMap(\.tableName).map { "\"\($0)\": \\\(className).\($0)" }
+            // Keyed by the plain name: `default` for a property declared `` `default` ``.
+            let entries = members.compactMap(\.tableName).map { name in
+                "\"\(name.filter { $0 != "`" })\": \\\(className).\(name)"
+            }
             generated.append(
                 """
                 \(raw: access)\(raw: tableKeyword) var observableKeyPaths: [String: AnyKeyPath] {

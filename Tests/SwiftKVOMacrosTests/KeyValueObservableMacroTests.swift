@@ -84,6 +84,7 @@ import Testing
             """
             @KeyValueObservable
             final class Lists {
+                var `default`: [Int] = []
                 var a: Array<Int> = []
                 var b: Swift.Array<Int> = []
                 var c: [Int]? = nil
@@ -93,6 +94,8 @@ import Testing
             """,
             expandedSource: #"""
                 final class Lists {
+                    @ObservedArray
+                    var `default`: [Int] = []
                     @ObservedArray
                     var a: Array<Int> = []
                     @ObservedArray
@@ -108,6 +111,7 @@ import Testing
 
                     static var observableKeyPaths: [String: AnyKeyPath] {
                         [
+                            "default": \Lists.`default`,
                             "a": \Lists.a,
                             "b": \Lists.b,
                             "c": \Lists.c,
