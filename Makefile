@@ -18,6 +18,12 @@ ENGINE_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -D_GNU_SOURCE \
 	-Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Werror \
 	-ISources/CKVOCore/include
 
+# The package trait that builds the @KeyValueObservable macro (and swift-syntax for it). Every
+# command using the default .build folder passes it, so they share one build (a trait is a
+# compilation condition of every target: toggling it would rebuild them all); the sanitizer,
+# release and perf scratch folders never enable it, so none of them builds swift-syntax.
+MACRO_TRAITS := --traits Macros
+
 # Sanitizer runs: their own scratch folders so they never rebuild the plain one.
 TSAN_OPTIONS_RUN := halt_on_error=1 second_deadlock_stack=1
 ASAN_OPTIONS_RUN := detect_leaks=1 halt_on_error=1
@@ -36,7 +42,7 @@ help:
 	@echo "              UndefinedBehavior on C; unit-release: allocations and 10M memory bounds, -c release)"
 	@echo "make install  PREFIX=...: libckvo.a, libckvo.so, headers, ckvo.pc"
 	@echo "make example  build examples/ with plain cc against a temporary install, run it"
-	@echo "make quickstart  run the README's Swift quick start (examples/QuickStart)"
+	@echo "make quickstart  run the README's Swift quick start, by hand and with @KeyValueObservable (examples/)"
 	@echo "make bench    SwiftKVO against its peers: swift run -c release Benchmarks $$BENCH_ARGS, then relay-bench"
 	@echo "make fuzz     FUZZ_SECONDS=60: libFuzzer on the C API against a model, corpus in Tests/Fuzz"
 	@echo "make soak     SOAK_SECONDS=60: every workload at once, exact accounting, memory back to baseline"
@@ -57,21 +63,21 @@ deps:
 
 build: deps
 	@echo "== build"
-	$(SWIFT) build
+	$(SWIFT) build $(MACRO_TRAITS)
 
 lint: deps
 	@echo "== lint: C engine, warnings are errors"
 	@for f in $(ENGINE_SRC); do $(CC) $(ENGINE_CFLAGS) -fsyntax-only $$f || exit 1; done
 
 unit: deps
-	@echo "== test: plain"
-	$(SWIFT) test
+	@echo "== test: plain, with the @KeyValueObservable macro (trait Macros)"
+	$(SWIFT) test $(MACRO_TRAITS)
 
 # The C suite again with readers forced onto ck_epoch_begin (CKVO_FENCED_READERS=1): the path
 # taken where membarrier(2) is missing, which the plain run never takes on this kind of machine.
 unit-fenced: deps
 	@echo "== test: C suite, fenced readers (CKVO_FENCED_READERS=1)"
-	CKVO_FENCED_READERS=1 $(SWIFT) test --filter CKVOCoreTests
+	CKVO_FENCED_READERS=1 $(SWIFT) test $(MACRO_TRAITS) --filter CKVOCoreTests
 
 tsan: deps
 	@echo "== test: ThreadSanitizer"
@@ -154,8 +160,9 @@ example: deps
 	./$(BUILD)/thermostat
 
 quickstart: deps
-	@echo "== quickstart: the README's Swift example"
-	$(SWIFT) run QuickStart
+	@echo "== quickstart: the README's Swift example, by hand and with the macro"
+	$(SWIFT) run $(MACRO_TRAITS) QuickStart
+	$(SWIFT) run $(MACRO_TRAITS) QuickStartMacro
 
 # BENCH_ARGS="--quick" for a smoke run; see `swift run -c release Benchmarks --help`.
 BENCH_ARGS ?=
