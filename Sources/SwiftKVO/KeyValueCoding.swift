@@ -36,7 +36,8 @@ extension KeyValueObservable {
     /// leads to; a `nil` link makes the whole value `nil`.
     /// - Throws: ``KVOError/unknownKey`` naming the first unknown name.
     public func value(forKeyPath keyPath: String) throws(KVOError) -> Any? {
-        try KeyValueCoding.path(keyPath, on: type(of: self)).read(self)
+        guard let (holder, key) = try KeyValueCoding.holder(of: keyPath, from: self) else { return nil }
+        return try KeyValueCoding.path(key, on: type(of: holder)).read(holder)
     }
 
     /// The value at `keyPath` (a key or a dotted key path) as a `Value`.
@@ -45,7 +46,7 @@ extension KeyValueObservable {
     ///   value is not a `Value`.
     public func value<Value>(forKeyPath keyPath: String, as _: Value.Type) throws(KVOError) -> Value {
         let path = try KeyValueCoding.path(keyPath, on: type(of: self))
-        guard let value = path.read(self) as? Value else {
+        guard let value = try self.value(forKeyPath: keyPath) as? Value else {
             throw KVOError(
                 .typeMismatch,
                 detail: "`\(keyPath)` holds \(_typeName(type(of: path.keyPath).valueType, qualified: false)), not \(Value.self)")
@@ -66,11 +67,14 @@ extension KeyValueObservable {
     }
 
     /// Sets the value at the dotted key path `keyPath`, as Apple's
-    /// `setValue(_:forKeyPath:)`; see ``setValue(_:forKey:)``. An optional
-    /// link on the way is not followed by name (``KVOError/unsupportedKeyPath``,
-    /// nothing changes): read the link, then set by name on its value.
+    /// `setValue(_:forKeyPath:)`; see ``setValue(_:forKey:)``. Each link is
+    /// followed to its current object, optional links included; a `nil` link
+    /// is ``KVOError/notFound`` and changes nothing.
     public func setValue(_ value: Any?, forKeyPath keyPath: String) throws(KVOError) {
-        try KeyValueCoding.path(keyPath, on: type(of: self)).write(value, keyPath: keyPath, to: self)
+        guard let (holder, key) = try KeyValueCoding.holder(of: keyPath, from: self) else {
+            throw KVOError(.notFound, detail: "`\(keyPath)`: a link on the way is nil")
+        }
+        try KeyValueCoding.path(key, on: type(of: holder)).write(value, keyPath: keyPath, to: holder)
     }
 
     /// Observes the key or dotted key path `keyPath` by name, as Apple's
@@ -142,6 +146,26 @@ extension KVOController {
 
 /// Resolution of names to key paths.
 enum KeyValueCoding {
+    /// The object holding the last key of the dotted `path`, and that key:
+    /// each link before it read on the object it leads to (so optional links
+    /// are followed); `nil` if a link is `nil`.
+    static func holder(
+        of path: String, from object: any KeyValueObservable
+    ) throws(KVOError) -> (object: any KeyValueObservable, key: String)? {
+        var names = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        let key = names.removeLast()
+        var current = object
+        for name in names {
+            guard let value = try Self.path(name, on: type(of: current)).read(current) else { return nil }
+            guard let next = value as? any KeyValueObservable else {
+                throw KVOError(
+                    .unknownKey, detail: "`\(path)`: `\(name)` holds \(Swift.type(of: value)), not an observable object")
+            }
+            current = next
+        }
+        return (current, key)
+    }
+
     private struct CacheKey: Hashable {
         let root: ObjectIdentifier
         let path: String
@@ -163,7 +187,8 @@ enum KeyValueCoding {
                 if owner is any OptionalValue.Type {
                     throw KVOError(
                         .unsupportedKeyPath,
-                        detail: "`\(path)`: a link before `\(name)` is optional; by name, follow it in steps")
+                        detail: "`\(path)`: a link before `\(name)` is optional; it is read and set "
+                            + "through by name, not yet observed")
                 }
                 throw KVOError(
                     .unknownKey, detail: "`\(path)`: \(_typeName(owner, qualified: false)) has no key `\(name)`")

@@ -191,11 +191,17 @@ extension Account {
         token.invalidate()
     }
 
-    @Test func optionalLinkByNameIsRefusedWithAClearError() {
+    @Test func optionalLinkByNameIsReadAndSetThroughButNotYetObserved() throws {
         let ledger = Ledger()
+        #expect(try ledger.value(forKeyPath: "spare.name") == nil)
+        #expect(throws: KVOError.notFound) { try ledger.setValue("x", forKeyPath: "spare.name") }
+        ledger.spare = Account(name: "reserve")
+        #expect(try ledger.value(forKeyPath: "spare.name") as? String == "reserve")
+        try ledger.setValue("rainy day", forKeyPath: "spare.name")
+        #expect(ledger.spare?.name == "rainy day")
         do {
-            _ = try ledger.value(forKeyPath: "spare.name")
-            Issue.record("an optional link by name was followed")
+            _ = try ledger.observe(keyPath: "spare.name") { _, _ in }
+            Issue.record("an optional link was observed by name")
         } catch {
             #expect(error == .unsupportedKeyPath)
             #expect(error.detail?.contains("optional") == true)
