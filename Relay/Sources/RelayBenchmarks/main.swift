@@ -207,13 +207,13 @@ final class RelayContender: Contender {
     init(channel: String, setup: Setup) async throws {
         let channel = try RelayChannel(channel)
         padding = setup.padding
-        sender = Relay(
+        sender = try Relay(
             configuration: RelayConfiguration(
                 transport: CountingTransport(
                     base: PostgresTransport(configuration: setup.connection), counts: statements,
                     receiving: skippingOwn),
                 channel: channel, logger: setup.logger))
-        receiver = Relay(
+        receiver = try Relay(
             configuration: RelayConfiguration(
                 transport: CountingTransport(
                     base: PostgresTransport(configuration: setup.connection), counts: StatementCounts(),
