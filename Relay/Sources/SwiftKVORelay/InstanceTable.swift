@@ -15,6 +15,8 @@ struct InstanceTable {
         var incarnation: UInt64
         var sequence: UInt64
         var lastHeard: ContinuousClock.Instant
+        /// The latest send time of its signed messages (wall-clock milliseconds).
+        var sent: UInt64 = 0
         /// When the relay last posted a resynchronization for this instance.
         var lastResynchronized: ContinuousClock.Instant?
         /// Missed messages not yet reported (coalesced into the next report).

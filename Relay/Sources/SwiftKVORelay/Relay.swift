@@ -32,8 +32,9 @@ import Synchronization
 ///
 /// ## Thread safety and callbacks
 /// Every method may be called from any thread. Remote notifications are
-/// posted, and remote property values assigned, on the task running
-/// ``run()``, one message at a time in the order the broker delivered them:
+/// posted, and remote property values assigned, on a task of ``run()``,
+/// one message at a time, each sender's in the order the broker delivered
+/// them (senders take turns, so a flooding one cannot hold up the others):
 /// hub observers run there, synchronously. A replicated property is
 /// therefore written from that task: do not assign it concurrently from
 /// other threads without your own synchronization (as for any `@Observed`
@@ -72,6 +73,11 @@ public final class Relay: Sendable {
     /// What this relay's messages start with, up to their sequence number:
     /// one comparison tells an own message coming back from the broker.
     private let wirePrefix: String
+    /// Received messages not yet handled (``intake(_:)``, then ``receive(_:)``).
+    private let backlog: Mutex<ReceiveBacklog>
+    /// Rings when the backlog gets a message; holds at most one ring.
+    private let doorbell: AsyncStream<Void>
+    private let ring: AsyncStream<Void>.Continuation
     /// Decodes every incoming message (its user info holds the name resolver).
     private let decoder = JSONDecoder()
 
@@ -132,6 +138,10 @@ public final class Relay: Sendable {
             State(
                 instances: InstanceTable(
                     capacity: configuration.maximumTrackedInstances, idleTimeout: configuration.instanceIdleTimeout)))
+        backlog = Mutex(
+            ReceiveBacklog(
+                capacity: configuration.receiveBacklogBytes, perSender: configuration.receiveBacklogBytesPerSender))
+        (doorbell, ring) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         decoder.userInfo[Wire.Resolver.codingKey] = resolver
     }
 
@@ -146,8 +156,11 @@ public final class Relay: Sendable {
             throw .invalidConfiguration(
                 "instanceID \"\(Wire.loggable(id))\" contains control, format or unassigned characters")
         }
-        guard configuration.outboxCapacity > 0, configuration.maximumTrackedInstances > 0 else {
-            throw .invalidConfiguration("outboxCapacity and maximumTrackedInstances must be positive")
+        guard configuration.outboxCapacity > 0, configuration.maximumTrackedInstances > 0,
+            configuration.receiveBacklogBytes > 0, configuration.receiveBacklogBytesPerSender > 0
+        else {
+            throw .invalidConfiguration(
+                "outboxCapacity, maximumTrackedInstances and the receive backlog's sizes must be positive")
         }
         guard configuration.maximumSequenceJump >= UInt64(configuration.outboxCapacity) else {
             throw .invalidConfiguration("maximumSequenceJump must be at least outboxCapacity (a resend reaches that far back)")
@@ -365,7 +378,7 @@ public final class Relay: Sendable {
         let capacity = configuration.outboxCapacity
         let outcome: Result<Statement?, RelayError> = state.withLock { state in
             guard state.outbox.count < capacity else { return .failure(.outboxFull(capacity: capacity)) }
-            let message = Wire.message(prefix: wirePrefix, sequence: state.nextSequence, body: body)
+            let message = wireMessage(sequence: state.nextSequence, body: body)
             let bytes = message.utf8.count
             guard bytes <= limit else { return .failure(.payloadTooLarge(bytes: bytes, limit: limit)) }
             state.nextSequence += 1
@@ -374,6 +387,16 @@ public final class Relay: Sendable {
             return .success(Self.nextStatement(&state))
         }
         if let statement = try outcome.get() { publish(statement) }
+    }
+
+    /// The message with `sequence` and `body`; signed, with its send time, if
+    /// ``RelayConfiguration/signing`` is set.
+    private func wireMessage(sequence: UInt64, body: String) -> String {
+        guard let signing = configuration.signing else {
+            return Wire.message(prefix: wirePrefix, sequence: sequence, body: body)
+        }
+        return signing.sign(
+            wirePrefix + String(sequence) + #","w":"# + String(Self.wallClockMicroseconds() / 1000) + body)
     }
 
     /// The most sent messages whose echo the relay waits for; past that, an
@@ -443,9 +466,30 @@ public final class Relay: Sendable {
     public func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.reportCoalescedResynchronizations() }
+            group.addTask { await self.handleReceived() }
             await self.connectUntilCancelled()
             group.cancelAll()
         }
+    }
+
+    /// Handles received messages, one at a time, until cancelled.
+    private func handleReceived() async {
+        for await _ in doorbell {
+            while let payload = backlog.withLock({ $0.pop() }) {
+                receive(payload)
+            }
+        }
+    }
+
+    /// A message from the transport: queued for ``handleReceived()``, or shed
+    /// and counted if the backlog is full. Cheap, so that the transport's own
+    /// buffer never grows.
+    package func intake(_ payload: String) {
+        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
+        guard backlog.withLock({ $0.push(payload) }) else {
+            return state.withLock { $0.statistics.droppedShed.addSaturating(1) }
+        }
+        ring.yield()
     }
 
     /// Posts coalesced resynchronizations once their instance's interval is
@@ -473,7 +517,7 @@ public final class Relay: Sendable {
                         try await self.configuration.transport.run(
                             channel: self.configuration.channel, logger: logger,
                             connected: { self.listening(publisher: $0, publishFailed: publishFailed) },
-                            receive: { self.receive($0) })
+                            receive: { self.intake($0) })
                     }
                     group.addTask {
                         for await error in failures { throw error }
@@ -563,6 +607,7 @@ public final class Relay: Sendable {
 
     private enum Reason: String {
         case malformed, unknownName, wrongType, oversized, duplicate, stale, futureStamp, untracked, ownID
+        case unsigned, badSignature, replayed
     }
 
     private func drop(_ reason: Reason, _ instance: String? = nil) {
@@ -577,6 +622,9 @@ public final class Relay: Sendable {
             case .futureStamp: state.statistics.droppedFutureStamp.addSaturating(1)
             case .untracked: state.statistics.droppedUntracked.addSaturating(1)
             case .ownID: state.statistics.droppedOwnID.addSaturating(1)
+            case .unsigned: state.statistics.droppedUnsigned.addSaturating(1)
+            case .badSignature: state.statistics.droppedBadSignature.addSaturating(1)
+            case .replayed: state.statistics.droppedReplayed.addSaturating(1)
             }
         }
         // Identifiers from the wire are metadata values, escaped: never part of the message.
@@ -612,8 +660,25 @@ public final class Relay: Sendable {
         {
             return state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
         }
+        var payload = payload
+        if let signing = configuration.signing {
+            switch signing.verify(payload) {
+            case .unsigned: return drop(.unsigned)
+            case .wronglySigned: return drop(.badSignature)
+            case .valid(let message): payload = message
+            }
+        }
         guard let message = decode(payload) else { return drop(.malformed) }
         let envelope = message.envelope
+        if let signing = configuration.signing {
+            // Signed, so the send time is the sender's: bounded on both sides.
+            let now = Self.wallClockMicroseconds() / 1000
+            let age = UInt64(clamping: signing.maximumMessageAge.components.seconds) * 1000
+            let skew = UInt64(clamping: configuration.maximumClockSkew.components.seconds) * 1000
+            guard let sent = envelope.w, sent >= now - min(now, age), sent - min(sent, skew) <= now else {
+                return drop(.replayed, envelope.o)
+            }
+        }
         let instance = envelope.o
         if instance == configuration.instanceID {
             // A resend's second echo (or a copy of one), or another relay with this id.
@@ -638,6 +703,7 @@ public final class Relay: Sendable {
         }
         switch tracked {
         case .duplicate: return drop(.duplicate, instance)
+        case .replayed: return drop(.replayed, instance)
         case .refused: return drop(.untracked, instance)
         case .ignored: return drop(invalid ?? .malformed, instance)
         case .new(let report):
@@ -734,6 +800,8 @@ public final class Relay: Sendable {
         /// Not seen before: deliver it, after posting the resynchronization if any.
         case new(Report?)
         case duplicate
+        /// Signed, but from an incarnation sent before the latest one heard.
+        case replayed
         /// A new id while the table is full of instances still sending.
         case refused
         /// Not tracked: it did not validate, and would have started a new
@@ -753,9 +821,12 @@ public final class Relay: Sendable {
         let instance = envelope.o
         guard let index = state.instances.index(of: instance) else {
             guard validated else { return .ignored }
-            let inserted = state.instances.insert(
-                instance, incarnation: envelope.i, sequence: envelope.s, now: now)
-            return inserted == nil ? .refused : .new(nil)
+            guard
+                let inserted = state.instances.insert(
+                    instance, incarnation: envelope.i, sequence: envelope.s, now: now)
+            else { return .refused }
+            if configuration.signing != nil { state.instances[inserted].sent = envelope.w ?? 0 }
+            return .new(nil)
         }
         var entry = state.instances[index]
         let bound = configuration.maximumSequenceJump
@@ -763,6 +834,9 @@ public final class Relay: Sendable {
         var restarted = false
         if envelope.i != entry.incarnation {
             guard validated else { return .ignored }
+            // A signed message of another incarnation sent before the latest
+            // one heard: an old incarnation's message, replayed.
+            if configuration.signing != nil, let sent = envelope.w, sent < entry.sent { return .replayed }
             restarted = true
         } else if envelope.s > entry.sequence {
             let jump = envelope.s - entry.sequence
@@ -779,6 +853,7 @@ public final class Relay: Sendable {
         }
         entry.incarnation = envelope.i
         entry.sequence = envelope.s
+        if configuration.signing != nil { entry.sent = max(entry.sent, envelope.w ?? 0) }
         var report: Report?
         if missed > 0 || restarted {
             state.statistics.missed.addSaturating(missed)
@@ -809,7 +884,7 @@ extension Relay {
     package func message(
         posting name: NotificationHub.Name, userInfo: [String: any Sendable], sequence: UInt64
     ) throws(RelayError) -> String {
-        Wire.message(prefix: wirePrefix, sequence: sequence, body: try encodePost(name, userInfo))
+        wireMessage(sequence: sequence, body: try encodePost(name, userInfo))
     }
 
     /// Whether `payload` decodes as a message (nothing else is done with it).

@@ -62,6 +62,24 @@ public struct RelayConfiguration: Sendable {
     /// within it are coalesced into one notification at its end, which
     /// reports every message missed meanwhile.
     public var resynchronizationInterval: Duration = .seconds(1)
+    /// How many bytes of received messages may wait to be handled, from all
+    /// senders together (each message counted as its size plus 64). Past
+    /// that, or past ``receiveBacklogBytesPerSender`` for one sender, a
+    /// message is shed (``RelayStatistics/droppedShed``). Bounds the relay's
+    /// memory under a flood; a burst of ordinary messages fits (16 MiB holds
+    /// 100,000 messages of 100 bytes, or 2,000 of PostgreSQL's largest).
+    public var receiveBacklogBytes = 16 << 20
+    /// How many bytes of received messages of one sender (as the message's
+    /// first bytes name it) may wait to be handled. Senders take turns, so a
+    /// sender flooding the channel can neither hold up the others' messages
+    /// nor crowd them out of the backlog alone.
+    public var receiveBacklogBytesPerSender = 4 << 20
+    /// Signed messages (nil: none, the default). The production setting:
+    /// without it any client of the database can speak for any instance.
+    /// Every instance of a channel must sign with a key the others accept.
+    /// See ``RelaySigning``; ``RelaySigning/environment(_:)`` reads the keys
+    /// from the environment.
+    public var signing: RelaySigning?
     /// Where the relay logs connections, reconnects and dropped messages.
     public var logger: Logger
 

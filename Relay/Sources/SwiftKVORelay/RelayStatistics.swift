@@ -35,6 +35,19 @@ public struct RelayStatistics: Hashable, Sendable {
     /// Property values stamped further ahead of this instance's clock than
     /// ``RelayConfiguration/maximumClockSkew``.
     public var droppedFutureStamp = 0
+    /// Messages shed on arrival because the receive backlog was full
+    /// (``RelayConfiguration/receiveBacklogBytes``,
+    /// ``RelayConfiguration/receiveBacklogBytesPerSender``): the channel brought
+    /// more than the relay could handle.
+    public var droppedShed = 0
+    /// Messages without a signature while ``RelayConfiguration/signing`` is set.
+    public var droppedUnsigned = 0
+    /// Messages signed by an unknown key id or with a wrong signature.
+    public var droppedBadSignature = 0
+    /// Signed messages sent longer ago than ``RelaySigning/maximumMessageAge``
+    /// (or ahead of the clock by more than the skew), or from an earlier
+    /// incarnation of an instance than the latest one heard: replays.
+    public var droppedReplayed = 0
     /// Messages of an instance id not yet tracked, refused because the
     /// table of instances is full of instances still sending
     /// (``RelayConfiguration/maximumTrackedInstances``).
@@ -56,7 +69,8 @@ public struct RelayStatistics: Hashable, Sendable {
     public var dropped: Int {
         [
             droppedMalformed, droppedUnknownName, droppedWrongType, droppedOversized, droppedDuplicate,
-            droppedStale, droppedFutureStamp, droppedUntracked, droppedOwnID,
+            droppedStale, droppedFutureStamp, droppedShed, droppedUntracked, droppedOwnID,
+            droppedUnsigned, droppedBadSignature, droppedReplayed,
         ].reduce(0) { $0.addingSaturating($1) }
     }
 }

@@ -83,6 +83,8 @@ enum Wire {
         var o: String
         var i: UInt64 = 0
         var s: UInt64
+        /// The send time, wall-clock milliseconds: in signed messages only.
+        var w: UInt64? = nil
         var t: Kind
         var n: String
     }
@@ -240,6 +242,7 @@ enum Wire {
                 o: try container.decode(String.self, forKey: DynamicKey("o")),
                 i: try container.decodeIfPresent(UInt64.self, forKey: DynamicKey("i")) ?? 0,
                 s: try container.decode(UInt64.self, forKey: DynamicKey("s")),
+                w: try container.decodeIfPresent(UInt64.self, forKey: DynamicKey("w")),
                 t: try container.decode(Kind.self, forKey: DynamicKey("t")),
                 n: try container.decode(String.self, forKey: DynamicKey("n")))
             let resolver = decoder.userInfo[Resolver.codingKey] as? Resolver

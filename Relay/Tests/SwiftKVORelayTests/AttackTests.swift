@@ -104,7 +104,11 @@ extension RelayTests {
     @Test func aStormOfForgedGapsPostsFewResynchronizationsAndFewWarnings() async throws {
         let channel = try TestServer.freshChannel("storm")
         let recorder = LogRecorder()
-        let b = try await RunningRelay(channel: channel, logger: recorder.logger(level: .info))
+        // A backlog that holds the whole storm: this test is about gaps, not shedding.
+        let b = try await RunningRelay(channel: channel, logger: recorder.logger(level: .info)) {
+            $0.receiveBacklogBytes = 64 << 20
+            $0.receiveBacklogBytesPerSender = 64 << 20
+        }
         try b.relay.bridge(.testMarker)
         let markers = Inbox(.testMarker, from: b.relay)
         let resyncs = Inbox(Relay.resynchronize, from: b.relay)
@@ -205,7 +209,11 @@ extension RelayTests {
     @Test func aFloodOfForgedIDsCannotEvictALiveInstanceToReplayItsMessages() async throws {
         let channel = try TestServer.freshChannel("evict")
         let a = try await RunningRelay(channel: channel)
-        let b = try await RunningRelay(channel: channel)
+        // A backlog that holds the whole flood of ids: this test is about the table, not shedding.
+        let b = try await RunningRelay(channel: channel) {
+            $0.receiveBacklogBytes = 64 << 20
+            $0.receiveBacklogBytesPerSender = 64 << 20
+        }
         try a.relay.bridge(.testEvent, userInfoTypes: ["n": Int.self])
         try b.relay.bridge(.testEvent, userInfoTypes: ["n": Int.self])
         try a.relay.bridge(.testMarker)
@@ -300,4 +308,75 @@ extension RelayTests {
         #expect(statistics.droppedWrongType == 1)  // 33 is not
         await b.stop()
     }
+
+    // Item 4.
+    @Test func aFloodOfNearLimitMessagesKeepsMemoryBoundedAndRealPostsFlowing() async throws {
+        let channel = try TestServer.freshChannel("flood")
+        let a = try await RunningRelay(channel: channel)
+        let b = try await RunningRelay(channel: channel)
+        try a.relay.bridge(.testEvent, userInfoTypes: ["n": Int.self])
+        try b.relay.bridge(.testEvent, userInfoTypes: ["n": Int.self])
+        try b.relay.bridge(.testMarker)
+        let atB = Inbox(.testEvent, from: b.relay)
+        let resyncs = Inbox(Relay.resynchronize, from: b.relay)
+        // An application slower than the flood: b's backlog fills and sheds.
+        let slowObserver = try NotificationHub.default.addObserver(forName: .testMarker) { _ in usleep(1000) }
+        defer { slowObserver.invalidate() }
+        let baseline = residentBytes()
+        let peak = Atomic<Int>(baseline)
+        let sampler = Task {
+            while !Task.isCancelled {
+                peak.max(residentBytes(), ordering: .relaxed)
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        defer { sampler.cancel() }
+        // 100,000 posts of 7,9xx bytes in one statement: delivered together when it commits.
+        let flood = 100_000
+        try await executeRaw(
+            """
+            SELECT count(pg_notify(\(sqlLiteral(channel.name)), format('{"o":"flood","s":%s,"v":1,"t":"post","n":"relay.test.marker","u":{"pad":"%s"}}', g, repeat('x', 7900))))
+            FROM generate_series(1, \(flood)) AS g
+            """)
+        func handled(_ relay: Relay) -> Int {
+            let statistics = relay.statistics
+            return statistics.delivered + statistics.droppedUnknownName + statistics.droppedShed
+        }
+        try await eventually("the flood arriving") { handled(b.relay) > 0 }
+        let clock = ContinuousClock()
+        let sent = clock.now
+        try a.relay.post(name: .testEvent, userInfo: ["n": 1])
+        try await eventually("the real post during the flood", deadline: .seconds(300)) { atB.count == 1 }
+        let delay = clock.now - sent
+        let floodHandledAtArrival = handled(b.relay)
+        try await eventually("every flood message accounted for", deadline: .seconds(300)) {
+            handled(a.relay) == flood && handled(b.relay) == flood + 1
+        }
+        sampler.cancel()
+        let statistics = b.relay.statistics
+        let growth = peak.load(ordering: .relaxed) - baseline
+        print(
+            "flood: real post after \(delay), \(floodHandledAtArrival) of \(flood) flood messages handled then;",
+            "RSS \(baseline >> 20) MiB, peak +\(growth >> 20) MiB; b: \(statistics)")
+        #expect(atB.values("n") == [1])
+        #expect(!resyncs.all.contains { $0.userInfo["instance"] as? String == a.relay.instanceID })
+        // Every flood message delivered or shed, and counted; the real post delivered.
+        #expect(statistics.delivered - 1 + statistics.droppedShed == flood)
+        #expect(statistics.dropped == statistics.droppedShed)
+        #expect(statistics.droppedShed > 0)
+        // The flood's own shed messages show as its gaps; the real sender lost nothing.
+        #expect(statistics.missed <= statistics.droppedShed)
+        // The documented bound (RelayingBetweenInstances, "Bounds"): 64 MiB over the baseline.
+        #expect(growth < 64 << 20)
+        await a.stop()
+        await b.stop()
+    }
+}
+
+/// This process's resident set size, in bytes (VmRSS), or 0 if unknown.
+func residentBytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return 0 }
+    return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
 }
