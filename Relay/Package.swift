@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "SwiftKVORelay", targets: ["SwiftKVORelay"]),
         .executable(name: "RelayBenchmarks", targets: ["RelayBenchmarks"]),
         .executable(name: "RelayExample", targets: ["RelayExample"]),
+        .executable(name: "RelayFuzz", targets: ["RelayFuzz"]),
     ],
     dependencies: [
         .package(name: "SwiftKVO", path: ".."),
@@ -56,6 +57,12 @@ let package = Package(
             name: "RelayTestPeer",
             dependencies: ["SwiftKVORelay", .product(name: "Logging", package: "swift-log")],
             path: "Tests/RelayTestPeer"
+        ),
+        // make relay-fuzz: seeded random bytes and hostile message sequences through the receive path.
+        .executableTarget(
+            name: "RelayFuzz",
+            dependencies: ["SwiftKVORelay", .product(name: "SwiftKVO", package: "SwiftKVO")],
+            path: "Tests/RelayFuzz"
         ),
         .testTarget(
             name: "SwiftKVORelayTests",
