@@ -71,12 +71,16 @@ struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
     let key: EngineKey
     /// The property, for `.property` (immortal: the registry keeps it).
     unowned(unsafe) let property: PropertyKey?
+    /// The class that declares the property, for `.property`: held here so
+    /// that checking it costs no reference count on `property`.
+    let declaringClass: AnyClass?
 
     init(kind: Kind, keyPath: AnyKeyPath, key: EngineKey, property: PropertyKey?) {
         self.kind = kind
         self.keyPath = keyPath
         self.key = key
         self.property = property
+        self.declaringClass = property?.declaringClass
     }
 
     /// The key path at +0, for `ObservedChange` (kept alive by the registry).
@@ -139,8 +143,8 @@ enum KeyPathRegistry {
     private static func readsOverride<Root: KeyValueObservable>(
         _ resolved: ResolvedKeyPath, on object: Root
     ) -> ResolvedKeyPath {
-        guard resolved.kind == .property, let declaring = resolved.property?.declaringClass,
-            type(of: object) != declaring,
+        guard resolved.kind == .property, let declaring = resolved.declaringClass,
+            ObjectIdentifier(type(of: object)) != ObjectIdentifier(declaring),
             AccessorOverrides.exist(in: type(of: object), of: declaring)
         else { return resolved }
         return ResolvedKeyPath(kind: .chain, keyPath: resolved.keyPath, key: resolved.key, property: nil)
