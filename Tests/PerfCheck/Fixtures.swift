@@ -71,6 +71,15 @@ extension Fixture {
                     for _ in 0..<n { world.observe().invalidate() }
                 }
             },
+            Fixture(
+                "by-name-churn-100", "observe(keyPath: \"value\") + invalidate() on a key with 100 observers",
+                callbacks: 0
+            ) {
+                let world = ByNameWorld(observers: 100)
+                return { n in
+                    for _ in 0..<n { world.observe().invalidate() }
+                }
+            },
             Fixture("hub-post-10", "NotificationHub post reaching 10 observers", callbacks: 10) {
                 let sender = Sender()
                 let observers = (0..<10).map { _ in Listener() }

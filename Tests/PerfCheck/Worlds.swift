@@ -87,10 +87,12 @@ final class ByNameWorld {
     var tokens: [ObservationToken] = []
 
     init(observers: Int) {
-        for _ in 0..<observers {
-            // A fixture's key: registration cannot be refused.
-            tokens.append(try! subject.observe(keyPath: "value", options: .new) { _, _ in perfcheck_tick() })
-        }
+        for _ in 0..<observers { tokens.append(observe()) }
+    }
+
+    func observe() -> ObservationToken {
+        // A fixture's key: registration cannot be refused.
+        try! subject.observe(keyPath: "value", options: .new) { _, _ in perfcheck_tick() }
     }
 
     var setLoop: (Int) -> Void {
