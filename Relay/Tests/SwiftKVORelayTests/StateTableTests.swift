@@ -109,9 +109,11 @@ extension RelayTests {
 
     /// Two instances write every name while `interrupt` cuts them off; once
     /// both are back, they, the table and a third instance started afterwards
-    /// hold the same value for every name.
+    /// hold the same value for every name. `reconnectDelayB`: b's first delay
+    /// before reconnecting (a's is 50 ms).
     func converge(
-        _ label: String, writes: Int, interrupt: @escaping @Sendable () async throws -> Void
+        _ label: String, writes: Int, reconnectDelayB: Duration = .milliseconds(50),
+        interrupt: @escaping @Sendable () async throws -> Void
     ) async throws {
         let channel = try TestServer.freshChannel(label)
         let settingsA = Settings()
@@ -119,7 +121,8 @@ extension RelayTests {
         let a = try await RunningRelay(
             channel: channel, applicationName: "relay-converge-a", prepare: { try Settings.replicate(settingsA, on: $0) })
         let b = try await RunningRelay(
-            channel: channel, applicationName: "relay-converge-b", prepare: { try Settings.replicate(settingsB, on: $0) })
+            channel: channel, applicationName: "relay-converge-b", reconnectDelay: reconnectDelayB,
+            prepare: { try Settings.replicate(settingsB, on: $0) })
         let resyncsAtB = Inbox(Relay.resynchronize, from: b.relay)
 
         // Each side writes `writes` values, a odd numbers and b even ones,
@@ -181,6 +184,17 @@ extension RelayTests {
     @Test func writesOnBothSidesAcrossAServerRestartConvergeOnEveryInstance() async throws {
         try await converge("restart", writes: 400) {
             try TestServer.runCommand("RELAY_PG_STOP")
+            try TestServer.runCommand("RELAY_PG_START")
+        }
+    }
+
+    @Test func writesOnBothSidesDuringAServerOutageConvergeOnEveryInstance() async throws {
+        // The last writes of both sides wait in their queues; a reconnects
+        // first and sends its own while b is not listening yet: b learns
+        // them from the table.
+        try await converge("outage", writes: 400, reconnectDelayB: .milliseconds(1500)) {
+            try TestServer.runCommand("RELAY_PG_STOP")
+            try await Task.sleep(for: .seconds(2))
             try TestServer.runCommand("RELAY_PG_START")
         }
     }
