@@ -1,6 +1,8 @@
-// Two instances of one service, sharing an order notification and a feature
+// Instances of one service, sharing an order notification and a feature
 // flag through PostgreSQL. Run it in two terminals (see the README), then type
-// `order 7`, `checkout on` or `checkout off` in either; end with Ctrl-D.
+// `order 7`, `checkout on` or `checkout off` in either; end with Ctrl-D. An
+// instance started later prints the flag's current value as it starts: the
+// relay keeps it in the table swiftkvo_relay_state.
 import Foundation
 import SwiftKVO
 import SwiftKVORelay
@@ -28,15 +30,16 @@ try NotificationHub.default.addObserver(orderLog, name: .orderPlaced) { _, note 
     print("order \(note.userInfo["id"] ?? "?") placed \(from)")
 }
 try NotificationHub.default.addObserver(orderLog, name: Relay.resynchronize) { _, note in
-    print("resynchronize (\(note.userInfo["reason"] ?? "?")): reload shared state")
+    let updated = (note.userInfo["updated"] as? [String]) ?? []
+    print("resynchronize (\(note.userInfo["reason"] ?? "?")); brought up to date: \(updated)")
 }
 let token = try flags.observe(\.checkout, options: .new) { _, change in
     print("checkout is \(change.newValue! ? "on" : "off")")
 }
 
 let running = Task { await relay.run() }
-try await relay.waitUntilListening()
-print("listening as \(relay.instanceID)")
+try await relay.waitUntilListening()   // connected, and the current values loaded
+print("listening as \(relay.instanceID); checkout is \(flags.checkout ? "on" : "off")")
 
 while let line = readLine() {
     let words = line.split(separator: " ")
