@@ -74,13 +74,18 @@ enum ckvo_state {
 };
 
 /*
- * An observation's tag: generation << 32 | options << 8 | state. One word,
+ * An observation's tag: generation << 24 | options << 8 | state. One word,
  * so that a reader's compare-and-swap to DEFERRED (ckvo_unobserve_deferred)
- * can only hit the generation its token names.
+ * can only hit the generation its token names. A generation is 40 bits,
+ * drawn from one process-wide sequence (token.c), never from the record.
  */
 #define CKVO_TAG_STATE_MASK 0xffu
 #define CKVO_TAG_OPTIONS_SHIFT 8
-#define CKVO_TAG_GENERATION_SHIFT 32
+#define CKVO_TAG_GENERATION_SHIFT 24
+#define CKVO_GENERATION_BITS 40
+_Static_assert(CKVO_TAG_GENERATION_SHIFT + CKVO_GENERATION_BITS == 64, "a tag is one word");
+_Static_assert((CKVO_OPTIONS_ALL >> (CKVO_TAG_GENERATION_SHIFT - CKVO_TAG_OPTIONS_SHIFT)) == 0,
+    "options fit below the generation");
 
 static inline unsigned int
 ckvo__tag_state(uint64_t tag)
@@ -91,17 +96,18 @@ ckvo__tag_state(uint64_t tag)
 static inline ckvo_options_t
 ckvo__tag_options(uint64_t tag)
 {
-	return (ckvo_options_t)((uint32_t)tag >> CKVO_TAG_OPTIONS_SHIFT);
-}
-
-static inline uint32_t
-ckvo__tag_generation(uint64_t tag)
-{
-	return (uint32_t)(tag >> CKVO_TAG_GENERATION_SHIFT);
+	return (ckvo_options_t)((uint32_t)tag >> CKVO_TAG_OPTIONS_SHIFT) &
+	    ((1u << (CKVO_TAG_GENERATION_SHIFT - CKVO_TAG_OPTIONS_SHIFT)) - 1);
 }
 
 static inline uint64_t
-ckvo__tag_make(uint32_t generation, ckvo_options_t options, unsigned int state)
+ckvo__tag_generation(uint64_t tag)
+{
+	return tag >> CKVO_TAG_GENERATION_SHIFT;
+}
+
+static inline uint64_t
+ckvo__tag_make(uint64_t generation, ckvo_options_t options, unsigned int state)
 {
 	return ((uint64_t)generation << CKVO_TAG_GENERATION_SHIFT) |
 	    ((uint64_t)options << CKVO_TAG_OPTIONS_SHIFT) | state;
@@ -252,6 +258,11 @@ struct ckvo_key_array {
 
 #define CKVO_TOKEN_PAGE_BITS 9
 #define CKVO_TOKEN_PAGE_SIZE (1u << CKVO_TOKEN_PAGE_BITS)
+/* A token is generation << CKVO_TOKEN_INDEX_BITS | record index (token.c). */
+#define CKVO_TOKEN_INDEX_BITS CKVO_TAG_GENERATION_SHIFT
+#define CKVO_TOKEN_PAGES_MAX (1u << (CKVO_TOKEN_INDEX_BITS - CKVO_TOKEN_PAGE_BITS))
+/* Generations a hub takes from the process-wide sequence at once. */
+#define CKVO_GENERATION_BLOCK 1024u
 
 /* The observation records of CKVO_TOKEN_PAGE_SIZE consecutive indexes. */
 struct ckvo_token_page {
@@ -280,7 +291,7 @@ struct ckvo_tokens {
 	struct ckvo_token_dir *dir; /* published (atomic) */
 	/* Writer-only. */
 	struct ckvo_token_page *free_pages; /* pages with a record not in use */
-	uint32_t *generations;  /* per directory entry: the newest generation of a freed page */
+	uint64_t generation_next, generation_end; /* this hub's block of generations */
 	uint32_t *vacant;       /* stack of directory entries whose page was freed */
 	uint32_t vacant_count;
 	uint32_t pages;         /* directory entries ever filled */

@@ -1,14 +1,24 @@
 /*
  * token.c — tokens and the observation records they name.
  *
- * A token is (generation << 32) | (id + 1), where id is the index of the
- * observation's record in the token pages. A record's generation grows
- * every time the record is reused, and a record whose generation is
- * exhausted is never reused (reclaim.c), so a token is never handed out
- * twice in a hub's life. Token 0 is invalid by construction.
+ * A token is (generation << 24) | index, where index is the position of the
+ * observation's record in the hub's token pages and generation a 40-bit
+ * number drawn, when the record is handed out, from one sequence shared by
+ * every hub of the process (SPEC §2.21). Hubs take the sequence in blocks of
+ * CKVO_GENERATION_BLOCK, so handing a record out costs no atomic operation
+ * but once per block.
  *
  * Invariants
  * ----------
+ * - No two registrations in the process, in any hub, ever get the same
+ *   generation: the sequence only grows, and a hub's block is its own. A
+ *   token therefore names one observation of one hub for the life of the
+ *   process. Given to another hub, or to a hub created after its own was
+ *   destroyed, it meets a record whose generation differs (or no record),
+ *   and is unknown there. The sequence starts at 1, so no token is 0. When
+ *   the 2^40 generations are spent (a million registrations a second for
+ *   twelve days), ckvo_observe refuses with CKVO_ENOMEM rather than repeat
+ *   a token.
  * - The records live in fixed-size pages reached through a directory. A
  *   larger directory copies the page pointers and is published with one
  *   store; older directories stay until the hub dies, but a page leaves the
@@ -30,33 +40,25 @@
  * - Records are handed out and returned under the writer lock, from pages
  *   that have one not in use. A page whose records are all returned leaves
  *   the directory and is freed after a grace period (a reader holding an old
- *   token may still be loading a tag from it). The newest generation among
- *   its records is kept for its directory entry, and a page that later
- *   fills that entry starts above it, so a token still never comes back.
- *   A record whose generation is exhausted is never returned, so its page
- *   is never freed.
+ *   token may still be loading a tag from it). Its directory entry may be
+ *   filled again by a new page: the generations its records get are new.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* Grows the directory (and the per-entry generations) to hold entry `number`. */
+/* Grows the directory to hold entry `number`. */
 static bool
 dir_reserve(struct ckvo_tokens *tokens, uint32_t number)
 {
 	struct ckvo_token_dir *dir = tokens->dir, *bigger;
 	uint32_t capacity = dir == NULL ? 8 : dir->capacity;
-	uint32_t *generations;
 
 	if (dir != NULL && number < dir->capacity)
 		return true;
 	while (capacity <= number)
 		capacity *= 2;
-	generations = realloc(tokens->generations, (size_t)capacity * sizeof(*generations));
-	if (generations == NULL)
-		return false;
-	tokens->generations = generations;
 	bigger = calloc(1, sizeof(*bigger) + (size_t)capacity * sizeof(bigger->pages[0]));
 	if (bigger == NULL)
 		return false;
@@ -97,11 +99,9 @@ page_create(struct ckvo_tokens *tokens)
 {
 	bool vacant = tokens->vacant_count > 0;
 	uint32_t number = vacant ? tokens->vacant[tokens->vacant_count - 1] : tokens->pages;
-	uint32_t generation = vacant ? tokens->generations[number] : 0;
 	struct ckvo_token_page *page;
 
-	if (!vacant && (number > (UINT32_MAX >> CKVO_TOKEN_PAGE_BITS) - 1 ||
-	    !dir_reserve(tokens, number)))
+	if (!vacant && (number >= CKVO_TOKEN_PAGES_MAX || !dir_reserve(tokens, number)))
 		return NULL;
 	page = calloc(1, sizeof(*page));
 	if (page == NULL)
@@ -111,7 +111,7 @@ page_create(struct ckvo_tokens *tokens)
 		struct ckvo_observation *obs = &page->records[i];
 
 		obs->id = (number << CKVO_TOKEN_PAGE_BITS) | i;
-		obs->tag = ckvo__tag_make(generation, 0, CKVO_STATE_REMOVED);
+		obs->tag = ckvo__tag_make(0, 0, CKVO_STATE_REMOVED);
 		obs->link.next = page->free;
 		page->free = &obs->link;
 	}
@@ -136,13 +136,35 @@ record_poison(struct ckvo_observation *obs)
 	    sizeof(*obs) - offsetof(struct ckvo_observation, link) - sizeof(obs->link));
 }
 
+/* The process-wide sequence of generations; the next block starts here. */
+static uint64_t generation_sequence = 1;
+
+/* The next generation of this hub, or 0 once the process has spent them all. */
+static uint64_t
+generation_take(struct ckvo_tokens *tokens)
+{
+	if (CKVO_UNLIKELY(tokens->generation_next == tokens->generation_end)) {
+		/* Atomic: writers of other hubs take blocks concurrently. */
+		uint64_t base = ck_pr_faa_64(&generation_sequence, CKVO_GENERATION_BLOCK);
+
+		if (base + CKVO_GENERATION_BLOCK > ((uint64_t)1 << CKVO_GENERATION_BITS))
+			return 0;
+		tokens->generation_next = base;
+		tokens->generation_end = base + CKVO_GENERATION_BLOCK;
+	}
+	return tokens->generation_next++;
+}
+
 struct ckvo_observation *
 ckvo__token_take(struct ckvo_hub *hub)
 {
 	struct ckvo_tokens *tokens = &hub->tokens;
 	struct ckvo_token_page *page = tokens->free_pages;
 	struct ckvo_observation *obs;
+	uint64_t generation = generation_take(tokens);
 
+	if (generation == 0)
+		return NULL;
 	if (page == NULL) {
 		page = page_create(tokens);
 		if (page == NULL)
@@ -158,8 +180,7 @@ ckvo__token_take(struct ckvo_hub *hub)
 	 * A reader holding an old token may load the tag, and finds the new
 	 * generation; nothing else of the record is reachable until it is live.
 	 */
-	ck_pr_store_64(&obs->tag,
-	    ckvo__tag_make(ckvo__tag_generation(obs->tag) + 1, 0, CKVO_STATE_INSTALLING));
+	ck_pr_store_64(&obs->tag, ckvo__tag_make(generation, 0, CKVO_STATE_INSTALLING));
 	return obs;
 }
 
@@ -179,12 +200,9 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	struct ckvo_tokens *tokens = &hub->tokens;
 	uint32_t number = obs->id >> CKVO_TOKEN_PAGE_BITS;
 	struct ckvo_token_page *page = tokens->dir->pages[number];
-	uint32_t newest = 0;
 
 	ck_pr_store_64(&obs->tag,
 	    ckvo__tag_make(ckvo__tag_generation(obs->tag), 0, CKVO_STATE_REMOVED));
-	if (ckvo__tag_generation(obs->tag) == UINT32_MAX)
-		return; /* exhausted: never reused, and its page stays */
 	if (page->free == NULL)
 		free_pages_add(tokens, page);
 	obs->link.next = page->free;
@@ -193,13 +211,7 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	if (--page->in_use != 0)
 		return;
 
-	/* Every record is back: the page goes, its newest generation stays. */
-	for (uint32_t i = 0; i < CKVO_TOKEN_PAGE_SIZE; i++) {
-		uint32_t generation = ckvo__tag_generation(page->records[i].tag);
-
-		if (generation > newest)
-			newest = generation;
-	}
+	/* Every record is back: the page goes, its directory entry is vacant. */
 	if ((tokens->vacant_count & (tokens->vacant_count + 1)) == 0) {
 		uint32_t *grown = realloc(tokens->vacant,
 		    ((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown));
@@ -209,7 +221,6 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 		tokens->vacant = grown;
 	}
 	tokens->vacant[tokens->vacant_count++] = number;
-	tokens->generations[number] = newest;
 	free_pages_remove(tokens, page);
 	ck_pr_store_ptr(&tokens->dir->pages[number], NULL);
 	ckvo__retire(hub, &page->retire, page_free);
@@ -219,7 +230,7 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 ckvo_token_t
 ckvo__token_of(const struct ckvo_observation *obs, uint64_t tag)
 {
-	return ((uint64_t)ckvo__tag_generation(tag) << 32) | ((uint64_t)obs->id + 1);
+	return (ckvo__tag_generation(tag) << CKVO_TOKEN_INDEX_BITS) | obs->id;
 }
 
 struct ckvo_observation *
@@ -244,18 +255,18 @@ ckvo__token_record(struct ckvo_hub *hub, uint32_t id)
 struct ckvo_observation *
 ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token, uint64_t *tag)
 {
-	uint64_t low = token & 0xffffffffu;
+	uint64_t generation = token >> CKVO_TOKEN_INDEX_BITS;
 	struct ckvo_observation *obs;
 
-	if (low == 0)
-		return NULL;
-	obs = ckvo__token_record(hub, (uint32_t)(low - 1));
+	if (generation == 0)
+		return NULL; /* a record not yet handed out carries generation 0 */
+	obs = ckvo__token_record(hub, (uint32_t)(token & ((1u << CKVO_TOKEN_INDEX_BITS) - 1)));
 	if (obs == NULL)
 		return NULL;
 	*tag = ck_pr_load_64(&obs->tag);
 	/* Pairs with the release when the record went live (observe.c). */
 	CKVO_TSAN_ACQUIRE(obs);
-	if (ckvo__tag_generation(*tag) != (uint32_t)(token >> 32))
+	if (ckvo__tag_generation(*tag) != generation)
 		return NULL;
 	return obs;
 }
@@ -281,7 +292,6 @@ ckvo__tokens_destroy(struct ckvo_hub *hub)
 		free(dir);
 		dir = older;
 	}
-	free(tokens->generations);
 	free(tokens->vacant);
 	memset(tokens, 0, sizeof(*tokens));
 }

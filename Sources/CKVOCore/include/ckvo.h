@@ -93,8 +93,10 @@ typedef struct ckvo_hub ckvo_hub_t;
 typedef uint32_t ckvo_key_t;
 
 /*
- * Names one observation. 0 is never a valid token. Tokens are never reused
- * within a hub: a stale token can never name another observation.
+ * Names one observation of one hub. 0 is never a valid token. Tokens are
+ * never reused within the process: a stale token, or one given to another
+ * hub (also to a hub created after its own was destroyed), is CKVO_ENOENT
+ * and removes nothing (SPEC §2.21).
  */
 typedef uint64_t ckvo_token_t;
 
