@@ -346,13 +346,24 @@ struct ckvo_retired {
 	unsigned int observations; /* retired observations */
 };
 
-/* What became ready to run after a grace period (reclaim.c). */
+/*
+ * Memory that became free to reclaim after a grace period (reclaim.c):
+ * ck_epoch_entry_t stack entries, freed by the thread that took them once
+ * it has dropped the lock. Observations past their grace period go to the
+ * hub's release queue instead (release.c).
+ */
 struct ckvo_ready {
-	ck_stack_entry_t *entries;      /* ck_epoch_entry_t stack entries */
-	ck_stack_entry_t *observations; /* observation links */
+	ck_stack_entry_t *entries;
 };
 
-#define CKVO_READY_INITIALIZER { NULL, NULL }
+#define CKVO_READY_INITIALIZER { NULL }
+
+/* A flush on its way (reclaim.c): what it detached is not queued yet. */
+struct ckvo_flush {
+	uint64_t number;
+	bool queued;
+	struct ckvo_flush *next;
+};
 
 struct ckvo_hub {
 	pthread_mutex_t lock;         /* serializes writers */
@@ -375,9 +386,18 @@ struct ckvo_hub {
 	struct ckvo_retired fresh;    /* retired since the last scan that saw readers settle */
 	struct ckvo_retired aged;     /* retired before it: one more such scan frees them */
 	unsigned int poll_at;         /* poll once fresh + aged hold this many */
-	unsigned int finishing;       /* threads running reclaimed entries after unlock (atomic) */
 	uint64_t retired;             /* observations retired */
-	uint64_t released;            /* observations past their grace period (atomic) */
+
+	/* The release queue (release.c), under `lock`. */
+	ck_stack_entry_t *queue_head, *queue_tail; /* past their grace period, oldest first */
+	uint64_t queued;              /* observations ever queued: the tickets */
+	uint64_t taken;               /* ... ever taken from the queue by a runner */
+	uint64_t done;                /* ... whose release returned and record went back */
+	struct ckvo_flush *flushes;   /* flushes between their detach and their queueing */
+	uint64_t flush_number;        /* flushes ever begun */
+	bool running;                 /* a thread is this hub's runner */
+	pthread_t runner;             /* that thread, while `running` */
+	pthread_cond_t ran;           /* broadcast when `done` moves or the runner stops */
 
 	/* The background reclaimer (reclaimer.c), under `lock`. */
 	pthread_cond_t wake;          /* broadcast on stop, ending a period's sleep */
@@ -401,6 +421,8 @@ struct ckvo_thread {
 	struct ckvo_hub *writing;  /* hub whose writer lock this thread holds */
 	unsigned int releasing;    /* release callbacks running on this thread */
 	struct ckvo_hub *reclaiming; /* hub whose background reclaimer this thread is */
+	struct ckvo_hub *running;  /* hub whose releases this thread runs (innermost) */
+	bool queued_more;          /* a release it runs queued more on `running` */
 };
 
 extern __thread struct ckvo_thread ckvo__thread __attribute__((tls_model("initial-exec")));
@@ -534,11 +556,10 @@ ckvo__writer_add(uint64_t *counter, int64_t delta)
 /* hub.c / reclaim.c: the writer protocol */
 void ckvo__hub_lock(struct ckvo_hub *hub);
 void ckvo__hub_unlock(struct ckvo_hub *hub);
-void ckvo__hub_unlock_collect(struct ckvo_hub *hub, struct ckvo_ready *ready);
 void ckvo__hub_unlock_quiet(struct ckvo_hub *hub);
 void ckvo__reclaim_poll(struct ckvo_hub *hub, struct ckvo_ready *ready);
-void ckvo__reclaim_finish(struct ckvo_hub *hub, struct ckvo_ready *ready);
-void ckvo__reclaim_flush(struct ckvo_hub *hub);
+void ckvo__reclaim_finish(struct ckvo_ready *ready);
+void ckvo__reclaim_flush(struct ckvo_hub *hub, bool wait_for_releases);
 unsigned int ckvo__reclaim_pending(const struct ckvo_hub *hub);
 void ckvo__reclaim_after_fork_child(struct ckvo_hub *hub);
 void ckvo__retire(struct ckvo_hub *hub, ck_epoch_entry_t *entry, ck_epoch_cb_t *function);
@@ -546,6 +567,22 @@ void ckvo__retire_large(struct ckvo_hub *hub, size_t bytes);
 void ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs);
 void ckvo__retire_list(struct ckvo_hub *hub, struct ckvo_list *list);
 void ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot);
+
+/* release.c: the release runner */
+bool ckvo__release_init(struct ckvo_hub *hub);
+void ckvo__release_enqueue(struct ckvo_hub *hub, ck_stack_entry_t *head, ck_stack_entry_t *tail,
+    unsigned int count);
+void ckvo__release_run(struct ckvo_hub *hub);
+void ckvo__release_wait(struct ckvo_hub *hub, uint64_t ticket);
+bool ckvo__release_is_runner(const struct ckvo_hub *hub);
+void ckvo__release_after_fork_child(struct ckvo_hub *hub);
+
+/* True when the release queue holds releases not yet taken by a runner (under the lock). */
+static inline bool
+ckvo__release_queued(const struct ckvo_hub *hub)
+{
+	return hub->queue_head != NULL;
+}
 
 /* reclaimer.c: the background reclaimer */
 bool ckvo__reclaimer_init(struct ckvo_hub *hub);

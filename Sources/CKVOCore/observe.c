@@ -464,7 +464,6 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 	};
 	struct ckvo_keyinfo *info;
 	ck_epoch_record_t *record = NULL;
-	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
 	ckvo_getter_t getter;
 	ckvo_status_t status;
 	bool initial = (options & CKVO_OPTION_INITIAL) != 0;
@@ -507,7 +506,8 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 	 */
 	getter = info->getter;
 	ckvo__read_begin(record);
-	ckvo__hub_unlock_collect(hub, &ready);
+	/* Inside the section: this unlock queues releases but runs none (release.c). */
+	ckvo__hub_unlock(hub);
 	if (ckvo__tag_state(ck_pr_load_64(&obs->tag)) == CKVO_STATE_LIVE) {
 		ckvo_change_t change = {
 			.object = object,
@@ -524,7 +524,11 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 		ckvo__thread.depth--;
 	}
 	ckvo__read_end(record);
-	ckvo__reclaim_finish(hub, &ready);
+	/* What the unlock queued runs now, outside the section (or on the background thread). */
+	if (ck_pr_load_ptr(&hub->queue_head) != NULL && !ckvo__in_read_section()) {
+		ckvo__hub_lock(hub);
+		ckvo__hub_unlock(hub);
+	}
 	return CKVO_OK;
 }
 
@@ -563,12 +567,15 @@ ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token)
 
 	/*
 	 * Wait for a grace period: every dispatch that could have loaded the
-	 * observation has then ended. Its release runs here too. Also after
-	 * CKVO_ENOENT: a deferred removal may have won the race for this token
-	 * (and the drain under our lock unlinked it), while the callback that
-	 * deferred it is still running.
+	 * observation has then ended. Its release runs here too, unless this
+	 * is itself a release: then it is queued behind the running one, which
+	 * this thread's runner reaches next (release.c), so a chain of such
+	 * releases runs in a loop, not a recursion. Also after CKVO_ENOENT: a
+	 * deferred removal may have won the race for this token (and the drain
+	 * under our lock unlinked it), while the callback that deferred it is
+	 * still running.
 	 */
-	ckvo__reclaim_flush(hub);
+	ckvo__reclaim_flush(hub, ckvo__thread.releasing == 0);
 	return status;
 }
 

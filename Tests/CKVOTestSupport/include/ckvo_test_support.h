@@ -309,6 +309,53 @@ int ckvots_fork_prompt_release(ckvo_hub_t *hub, const void *object, ckvo_key_t k
  */
 int ckvots_fork_pending_with_release_in_flight(ckvo_hub_t *hub, const void *object, ckvo_key_t key);
 
+/* --------------------------------------------------- release_runner.c */
+
+/* Failures of the release_runner.c scenarios (0 is success). */
+enum {
+	CKVOTS_RELEASE_SETUP = -2000,         /* observing or starting a thread failed */
+	CKVOTS_RELEASE_STATUS = -2001,        /* a removal or flush outside any release failed */
+	CKVOTS_RELEASE_NESTED_STATUS = -2002, /* a strict removal inside a release failed */
+	CKVOTS_RELEASE_NOT_ONCE = -2003,      /* a context was not released exactly once */
+};
+
+/*
+ * Registers `depth` observations of `key` whose release each calls
+ * ckvo_unobserve_sync on the next one, then removes the first with
+ * ckvo_unobserve_sync on a thread with a stack of `stack_bytes`, flushes,
+ * and checks every context was released exactly once. Returns 0 or a
+ * CKVOTS_RELEASE_* code; a release that recursed would overflow that stack.
+ */
+int ckvots_release_chain(ckvo_hub_t *hub, ckvo_key_t key, size_t depth, size_t stack_bytes);
+
+/*
+ * Three dispatches, each holding the announcer's (error-checking) mutex, whose
+ * callback removes 64 observations; then a flush. Reports how many releases
+ * ran inside that callback on the same thread, how many found the announcer's
+ * mutex held by their own thread (a deadlock with a normal mutex), and what
+ * ckvo_hub_flush returned inside the first release. Returns 0 or a code.
+ */
+int ckvots_releases_inside_dispatch(ckvo_hub_t *hub, ckvo_key_t key, size_t *released_inside,
+    size_t *announcer_deadlocks, int *flush_status);
+
+/*
+ * A flush whose own release starts another thread that removes 64 more
+ * observations (later work); the first of their releases waits up to
+ * `seconds` for that flush to return. Stores in `*late_timed_out` whether it
+ * gave up (the flush waited for later work). Returns 0 or a code.
+ */
+int ckvots_flush_ignores_later_releases(ckvo_hub_t *hub, ckvo_key_t key, unsigned seconds,
+    int *late_timed_out);
+
+/*
+ * A thread removes 128 observations so that its next registration's unlock
+ * finds 64 of them ready, registers with CKVO_OPTION_INITIAL and calls
+ * pthread_exit() inside the initial callback. Then flushes (on the calling
+ * thread) and stores how many of the 128 were released. Returns 0, a code, or
+ * CKVOTS_THREAD_DID_NOT_EXIT.
+ */
+int ckvots_exit_inside_initial_callback(ckvo_hub_t *hub, ckvo_key_t key, size_t *released);
+
 /* ------------------------------------------------------ thread_exit.c */
 
 /*
