@@ -67,10 +67,12 @@
  * new generation, only after a grace period (reclaim.c).
  */
 enum ckvo_state {
-	CKVO_STATE_INSTALLING = 0, /* being registered: no token finds it live */
-	CKVO_STATE_LIVE = 1,       /* dispatch calls it */
-	CKVO_STATE_DEFERRED = 2,   /* a reader marked it dead; a writer removes it */
-	CKVO_STATE_REMOVED = 3,    /* unindexed by a writer; never called again */
+	CKVO_STATE_INSTALLING = 0, /* being registered, not reachable yet: no token finds it */
+	CKVO_STATE_PUBLISHED = 1,  /* reachable by dispatch, its registration still under way:
+	                            * only a reader's deferral may move it (to DEFERRED) */
+	CKVO_STATE_LIVE = 2,       /* dispatch calls it */
+	CKVO_STATE_DEFERRED = 3,   /* a reader marked it dead; a writer removes it */
+	CKVO_STATE_REMOVED = 4,    /* unindexed by a writer; never called again */
 };
 
 /*

@@ -417,6 +417,16 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckv
 	if (token != NULL)
 		*token = ckvo__token_of(obs, tag);
 	key_count(info, options, 1);
+	/*
+	 * From the append on, a dispatch may call the observation, and its
+	 * callback may defer its own removal before we finish: PUBLISHED lets
+	 * that deferral through (ckvo_unobserve_deferred), and going LIVE below
+	 * then fails, leaving it to the drain. Nothing before the append can
+	 * hand the token to a callback, so the failure path below never meets
+	 * a deferral.
+	 */
+	tag = ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_PUBLISHED);
+	ck_pr_store_64(&obs->tag, tag);
 	if (slot == NULL || !ckvo__list_append(hub, slot, obs, identity->callback) ||
 	    (new_slot != NULL && !slot_publish(hub, new_slot))) {
 		key_count(info, options, -1);
@@ -442,10 +452,16 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckv
 	}
 	hub->observations++;
 	*result = obs;
-	/* The observation is complete before a reader can find it by token. */
+	/*
+	 * The observation is complete before a reader can find it LIVE by
+	 * token. A compare-and-swap: a callback may have deferred it meanwhile
+	 * (PUBLISHED -> DEFERRED); then it stays DEFERRED, on hub->deferred,
+	 * and the next writer's drain removes it like any deferred one.
+	 */
 	CKVO_TSAN_RELEASE(obs);
 	ck_pr_fence_store();
-	ck_pr_store_64(&obs->tag, ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_LIVE));
+	(void)ck_pr_cas_64(&obs->tag, tag,
+	    ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_LIVE));
 	return CKVO_OK;
 }
 
@@ -618,7 +634,9 @@ ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 
 	ckvo__read_begin(record);
 	obs = ckvo__token_find(hub, token, &tag);
-	if (obs != NULL && ckvo__tag_state(tag) == CKVO_STATE_LIVE) {
+	/* PUBLISHED: its own callback, called before its registration finished (observe_locked). */
+	if (obs != NULL && (ckvo__tag_state(tag) == CKVO_STATE_LIVE ||
+	    ckvo__tag_state(tag) == CKVO_STATE_PUBLISHED)) {
 		/*
 		 * Make dispatches check states in this slot until a writer has
 		 * unlinked it, and do so before the state changes: a dispatch
@@ -630,15 +648,25 @@ ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 		 * readers careful).
 		 */
 		ck_pr_inc_64(&obs->slot->deferred);
-		/* Fails if the tag changed: removed, deferred, or (never here) reused. */
-		if (ck_pr_cas_64(&obs->tag, tag,
-		    (tag & ~(uint64_t)CKVO_TAG_STATE_MASK) | CKVO_STATE_DEFERRED)) {
-			/* Pairs with the acquire in ckvo__drain_deferred. */
-			CKVO_TSAN_RELEASE(obs);
-			deferred_push(hub, obs);
-			status = CKVO_OK;
-		} else {
+		for (;;) {
+			uint64_t base = tag & ~(uint64_t)CKVO_TAG_STATE_MASK, seen;
+
+			/* Fails if the tag changed: removed, deferred, went LIVE, or (never here) reused. */
+			if (ck_pr_cas_64_value(&obs->tag, tag, base | CKVO_STATE_DEFERRED, &seen)) {
+				/* Pairs with the acquire in ckvo__drain_deferred. */
+				CKVO_TSAN_RELEASE(obs);
+				deferred_push(hub, obs);
+				status = CKVO_OK;
+				break;
+			}
+			/* Its registration finished meanwhile (PUBLISHED -> LIVE): once more. */
+			if (ckvo__tag_state(tag) == CKVO_STATE_PUBLISHED &&
+			    seen == (base | CKVO_STATE_LIVE)) {
+				tag = seen;
+				continue;
+			}
 			ck_pr_dec_64(&obs->slot->deferred); /* removed or deferred already */
+			break;
 		}
 	}
 	ckvo__read_end(record);

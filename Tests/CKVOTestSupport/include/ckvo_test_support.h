@@ -356,6 +356,19 @@ int ckvots_flush_ignores_later_releases(ckvo_hub_t *hub, ckvo_key_t key, unsigne
  */
 int ckvots_exit_inside_initial_callback(ckvo_hub_t *hub, ckvo_key_t key, size_t *released);
 
+/* ------------------------------------------------------ self_removal.c */
+
+/*
+ * Registers `count` one-shot observers of `key` (with owners) on one object
+ * while another thread announces changes of it without pause; each calls
+ * ckvo_unobserve_deferred on its own token from its first callback. Then
+ * announces once more and flushes. Stores how many deferrals were refused
+ * and how many observers were called. Returns 0, or -1 when out of memory.
+ * Not reentrant: one race at a time in the process.
+ */
+int ckvots_self_removal_race(ckvo_hub_t *hub, ckvo_key_t key, size_t count, size_t *refused,
+    size_t *called);
+
 /* ------------------------------------------------------ thread_exit.c */
 
 /*
