@@ -136,6 +136,8 @@ ckvo_hub_create(void)
 	}
 	ck_stack_init(&hub->deferred);
 	hub->poll_at = CKVO_RECLAIM_BATCH;
+	/* Plus what the tables grow by (their initial sizes are a constant a few KB). */
+	hub->bytes = sizeof(*hub);
 
 	if (ckvo__slotmap_init(&hub->slots))
 		initialized++;
@@ -179,6 +181,7 @@ ckvo_hub_stats(ckvo_hub_t *hub, ckvo_hub_stats_t *stats)
 	stats->observations = hub->observations;
 	stats->keys = hub->key_count;
 	stats->pending_releases = hub->retired - hub->done;
+	stats->bytes = hub->bytes;
 	(void)pthread_mutex_unlock(&hub->lock);
 	return CKVO_OK;
 }

@@ -258,7 +258,11 @@ struct ckvo_key_array {
 
 /* ----------------------------------------------------------------- tokens */
 
-#define CKVO_TOKEN_PAGE_BITS 9
+/*
+ * 16 records a page: one survivor pins 1.2 KB, not a page of 512 (37 KB),
+ * and the directory costs half a byte a record.
+ */
+#define CKVO_TOKEN_PAGE_BITS 4
 #define CKVO_TOKEN_PAGE_SIZE (1u << CKVO_TOKEN_PAGE_BITS)
 /* A token is generation << CKVO_TOKEN_INDEX_BITS | record index (token.c). */
 #define CKVO_TOKEN_INDEX_BITS CKVO_TAG_GENERATION_SHIFT
@@ -279,12 +283,11 @@ struct ckvo_token_page {
 };
 
 /*
- * Page directory; replaced by a larger copy, older ones kept until the hub
- * dies. Only the current one is walked: an older one may point to a page
- * that has since been freed.
+ * Page directory; replaced by a larger copy, the older one retired through
+ * the epoch (a reader may still be loading a page pointer from it).
  */
 struct ckvo_token_dir {
-	struct ckvo_token_dir *older;
+	ck_epoch_entry_t retire;
 	uint32_t capacity; /* pages */
 	struct ckvo_token_page *pages[];
 };
@@ -381,8 +384,10 @@ struct ckvo_hub {
 	struct ckvo_identities identities; /* observation identity → observation */
 	ck_hs_t owners;               /* owner → owner group */
 	ck_hs_t objects;              /* object → object group */
+	uint32_t owners_peak, objects_peak; /* most groups since last sized (observe.c) */
 	uint64_t next_seq;
 	size_t observations;
+	size_t bytes;                 /* held by the engine for this hub, garbage included */
 
 	/* Reclamation (reclaim.c), under `lock` unless noted. */
 	struct ckvo_retired fresh;    /* retired since the last scan that saw readers settle */
@@ -530,6 +535,13 @@ ckvo__read_end(ck_epoch_record_t *record)
 	ck_epoch_end(record, NULL);
 }
 
+/* Counts `delta` bytes allocated (or, negative, freed) for `hub` (under its lock). */
+static inline void
+ckvo__bytes(struct ckvo_hub *hub, ptrdiff_t delta)
+{
+	hub->bytes += (size_t)delta;
+}
+
 /* table.c: ck_hs plumbing */
 extern struct ck_malloc ckvo__hs_allocator;
 unsigned long ckvo__hash_pointer(const void *pointer, uint64_t extra);
@@ -609,7 +621,7 @@ ckvo__slot_id_hash(const void *object, ckvo_key_t key)
 bool ckvo__slotmap_init(struct ckvo_slotmap *map);
 void ckvo__slotmap_destroy(struct ckvo_slotmap *map);
 bool ckvo__slotmap_put(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_slot *slot);
-void ckvo__slotmap_remove(struct ckvo_slotmap *map, struct ckvo_slot *slot);
+void ckvo__slotmap_remove(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_slot *slot);
 
 /* The slot of (object, key), or NULL: lock-free, inside a read section or under the lock. */
 static inline struct ckvo_slot *

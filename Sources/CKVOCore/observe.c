@@ -37,6 +37,28 @@
 
 /* --------------------------------------------------------------- groups */
 
+/*
+ * ck_hs never shrinks: a set that held more than CKVO_GROUPS_SHRINK groups
+ * since it was last sized is reset to its initial size when its last group
+ * goes (hysteresis: a hub whose few groups come and go never reallocates).
+ */
+#define CKVO_GROUPS_SHRINK 1024u
+
+static void
+groups_removed(ck_hs_t *set, uint32_t *peak)
+{
+	if (ck_hs_count(set) == 0 && *peak > CKVO_GROUPS_SHRINK && ck_hs_reset_size(set, 32))
+		*peak = 0;
+}
+
+static void
+groups_added(ck_hs_t *set, uint32_t *peak)
+{
+	if (ck_hs_count(set) > *peak)
+		*peak = (uint32_t)ck_hs_count(set);
+}
+
+
 static struct ckvo_owner_group *
 owner_group_get(struct ckvo_hub *hub, const void *owner, bool create)
 {
@@ -54,6 +76,7 @@ owner_group_get(struct ckvo_hub *hub, const void *owner, bool create)
 		free(group);
 		return NULL;
 	}
+	groups_added(&hub->owners, &hub->owners_peak);
 	return group;
 }
 
@@ -65,6 +88,7 @@ owner_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_owner_group *group)
 	(void)ck_hs_remove(&hub->owners, ckvo__group_hash(&hub->owners, group->owner), group);
 	free(group->members);
 	free(group);
+	groups_removed(&hub->owners, &hub->owners_peak);
 }
 
 /* Makes room for one more member; false when out of memory. */
@@ -116,6 +140,7 @@ object_group_get(struct ckvo_hub *hub, const void *object, bool create)
 		free(group);
 		return NULL;
 	}
+	groups_added(&hub->objects, &hub->objects_peak);
 	return group;
 }
 
@@ -126,6 +151,7 @@ object_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_object_group *group
 		return;
 	(void)ck_hs_remove(&hub->objects, ckvo__group_hash(&hub->objects, group->object), group);
 	free(group);
+	groups_removed(&hub->objects, &hub->objects_peak);
 }
 
 /* ---------------------------------------------------------------- slots */
@@ -204,7 +230,7 @@ slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
 
 		if (ck_pr_load_ptr(&info->hint) == slot)
 			ck_pr_store_ptr(&info->hint, NULL);
-		ckvo__slotmap_remove(&hub->slots, slot);
+		ckvo__slotmap_remove(hub, &hub->slots, slot);
 		ckvo__writer_add(&info->object_slots, -1);
 		if (slot->group_prev != NULL)
 			slot->group_prev->group_next = slot->group_next;

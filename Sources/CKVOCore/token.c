@@ -19,15 +19,13 @@
  *   the 2^40 generations are spent (a million registrations a second for
  *   twelve days), ckvo_observe refuses with CKVO_ENOMEM rather than repeat
  *   a token.
- * - The records live in fixed-size pages reached through a directory. A
- *   larger directory copies the page pointers and is published with one
- *   store; older directories stay until the hub dies, but a page leaves the
- *   current directory and is freed after a grace period once all its
- *   records are back (below), so an older directory may hold a dangling
- *   page pointer and is never walked. A reader that looks a token up
- *   outside the writer lock does so inside a read section, which keeps the
- *   page it loads alive; a record's address never changes while its page
- *   lives.
+ * - The records live in pages of 16 reached through a directory. A larger
+ *   directory copies the page pointers and is published with one store; the
+ *   older one is retired through the epoch. A page leaves the directory and
+ *   is freed after a grace period once all its records are back (below). A
+ *   reader that looks a token up outside the writer lock does so inside a
+ *   read section, which keeps the directory and page it loads alive; a
+ *   record's address never changes while its page lives.
  * - A record is found by token only while its tag carries the token's
  *   generation. A reader compares the generation, and acts on the state,
  *   from one load of the tag; a compare-and-swap on the tag with that value
@@ -40,17 +38,36 @@
  * - Records are handed out and returned under the writer lock, from pages
  *   that have one not in use. A page whose records are all returned leaves
  *   the directory and is freed after a grace period (a reader holding an old
- *   token may still be loading a tag from it). Its directory entry may be
- *   filled again by a new page: the generations its records get are new.
+ *   token may still be loading a tag from it), unless it is the only page
+ *   with a free record: that one stays as the spare, so a hub whose only
+ *   observation comes and goes allocates nothing (hysteresis of one page).
+ *   Its directory entry may be filled again by a new page: the generations
+ *   its records get are new.
+ * - Memory held: the live records' pages (at worst one page of 16 for each
+ *   live observation, 1.2 KB), one spare page, the directory (8 bytes per
+ *   page at the peak) and the stack of vacant entries (4 bytes per page at
+ *   the peak); counted in hub->bytes.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* Grows the directory to hold entry `number`. */
+static void
+dir_free(ck_epoch_entry_t *entry)
+{
+	free(CKVO_CONTAINER(struct ckvo_token_dir, retire, entry));
+}
+
+static size_t
+dir_size(uint32_t capacity)
+{
+	return sizeof(struct ckvo_token_dir) + (size_t)capacity * sizeof(struct ckvo_token_page *);
+}
+
+/* Grows the directory to hold entry `number`; the old one is retired. */
 static bool
-dir_reserve(struct ckvo_tokens *tokens, uint32_t number)
+dir_reserve(struct ckvo_hub *hub, struct ckvo_tokens *tokens, uint32_t number)
 {
 	struct ckvo_token_dir *dir = tokens->dir, *bigger;
 	uint32_t capacity = dir == NULL ? 8 : dir->capacity;
@@ -59,16 +76,20 @@ dir_reserve(struct ckvo_tokens *tokens, uint32_t number)
 		return true;
 	while (capacity <= number)
 		capacity *= 2;
-	bigger = calloc(1, sizeof(*bigger) + (size_t)capacity * sizeof(bigger->pages[0]));
+	bigger = calloc(1, dir_size(capacity));
 	if (bigger == NULL)
 		return false;
 	bigger->capacity = capacity;
-	bigger->older = dir;
 	if (dir != NULL)
 		memcpy(bigger->pages, dir->pages, (size_t)dir->capacity * sizeof(dir->pages[0]));
 	CKVO_TSAN_RELEASE(bigger);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&tokens->dir, bigger);
+	ckvo__bytes(hub, (ptrdiff_t)dir_size(capacity));
+	if (dir != NULL) {
+		ckvo__bytes(hub, -(ptrdiff_t)dir_size(dir->capacity));
+		ckvo__retire(hub, &dir->retire, dir_free);
+	}
 	return true;
 }
 
@@ -95,17 +116,18 @@ free_pages_remove(struct ckvo_tokens *tokens, struct ckvo_token_page *page)
 
 /* A new page in a vacant directory entry or a new one, all of its records free. */
 static struct ckvo_token_page *
-page_create(struct ckvo_tokens *tokens)
+page_create(struct ckvo_hub *hub, struct ckvo_tokens *tokens)
 {
 	bool vacant = tokens->vacant_count > 0;
 	uint32_t number = vacant ? tokens->vacant[tokens->vacant_count - 1] : tokens->pages;
 	struct ckvo_token_page *page;
 
-	if (!vacant && (number >= CKVO_TOKEN_PAGES_MAX || !dir_reserve(tokens, number)))
+	if (!vacant && (number >= CKVO_TOKEN_PAGES_MAX || !dir_reserve(hub, tokens, number)))
 		return NULL;
 	page = calloc(1, sizeof(*page));
 	if (page == NULL)
 		return NULL;
+	ckvo__bytes(hub, (ptrdiff_t)sizeof(*page));
 	page->number = number;
 	for (uint32_t i = CKVO_TOKEN_PAGE_SIZE; i-- > 0;) {
 		struct ckvo_observation *obs = &page->records[i];
@@ -166,7 +188,7 @@ ckvo__token_take(struct ckvo_hub *hub)
 	if (generation == 0)
 		return NULL;
 	if (page == NULL) {
-		page = page_create(tokens);
+		page = page_create(hub, tokens);
 		if (page == NULL)
 			return NULL;
 	}
@@ -210,21 +232,28 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	record_poison(obs);
 	if (--page->in_use != 0)
 		return;
+	/* The only page with a free record stays, as the spare: no malloc per cycle. */
+	if (tokens->free_pages == page && page->free_next == NULL)
+		return;
 
 	/* Every record is back: the page goes, its directory entry is vacant. */
 	if ((tokens->vacant_count & (tokens->vacant_count + 1)) == 0) {
+		size_t before = (tokens->vacant_count == 0 ? 0 : (size_t)tokens->vacant_count + 1) *
+		    sizeof(uint32_t);
 		uint32_t *grown = realloc(tokens->vacant,
 		    ((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown));
 
 		if (grown == NULL)
 			return; /* the page stays, still usable */
 		tokens->vacant = grown;
+		ckvo__bytes(hub, (ptrdiff_t)(((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown)) -
+		    (ptrdiff_t)before);
 	}
 	tokens->vacant[tokens->vacant_count++] = number;
 	free_pages_remove(tokens, page);
 	ck_pr_store_ptr(&tokens->dir->pages[number], NULL);
 	ckvo__retire(hub, &page->retire, page_free);
-	ckvo__retire_large(hub, sizeof(*page));
+	ckvo__bytes(hub, -(ptrdiff_t)sizeof(*page));
 }
 
 ckvo_token_t
@@ -286,12 +315,7 @@ ckvo__tokens_destroy(struct ckvo_hub *hub)
 			free(dir->pages[i]);
 		}
 	}
-	while (dir != NULL) {
-		struct ckvo_token_dir *older = dir->older;
-
-		free(dir);
-		dir = older;
-	}
+	free(dir);
 	free(tokens->vacant);
 	memset(tokens, 0, sizeof(*tokens));
 }

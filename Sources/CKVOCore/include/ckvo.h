@@ -207,6 +207,14 @@ typedef struct ckvo_hub_stats {
 	size_t observations;     /* registered and not yet removed */
 	size_t keys;             /* interned keys */
 	size_t pending_releases; /* removed, their release not yet returned */
+	/*
+	 * Bytes the hub holds in its token pages and directory, its index
+	 * tables (identities, slot map, object and owner sets) beyond their
+	 * initial few KB, and the hub itself; not counted: observer lists,
+	 * slots, groups and key names (tens of bytes per observation), nor
+	 * memory retired and waiting for a grace period.
+	 */
+	size_t bytes;
 } ckvo_hub_stats_t;
 
 /* -------------------------------------------------------------------- hub */

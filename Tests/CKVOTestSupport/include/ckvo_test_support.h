@@ -356,6 +356,17 @@ int ckvots_flush_ignores_later_releases(ckvo_hub_t *hub, ckvo_key_t key, unsigne
  */
 int ckvots_exit_inside_initial_callback(ckvo_hub_t *hub, ckvo_key_t key, size_t *released);
 
+/* ---------------------------------------------------- memory_targets.c */
+
+/*
+ * On an empty hub: 200,000 observations of one object, every 512th kept, the
+ * rest removed, flushed; then those removed too and a spike of 500,000
+ * registered, removed and flushed. Stores ckvo_hub_stats' `bytes` at the
+ * start, after the first flush and after the spike. Returns 0, or -1.
+ */
+int ckvots_memory_targets(ckvo_hub_t *hub, ckvo_key_t key, size_t *empty, size_t *survivors,
+    size_t *after_spike);
+
 /* ------------------------------------------------------ self_removal.c */
 
 /*
