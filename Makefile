@@ -18,6 +18,12 @@ ENGINE_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -D_GNU_SOURCE \
 	-Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Werror \
 	-ISources/CKVOCore/include
 
+# The package trait that builds the @KeyValueObservable macro (and swift-syntax for it). Every
+# command using the default .build folder passes it, so they share one build (a trait is a
+# compilation condition of every target: toggling it would rebuild them all); the sanitizer,
+# release and perf scratch folders never enable it, so none of them builds swift-syntax.
+MACRO_TRAITS := --traits Macros
+
 # Sanitizer runs: their own scratch folders so they never rebuild the plain one.
 TSAN_OPTIONS_RUN := halt_on_error=1 second_deadlock_stack=1
 ASAN_OPTIONS_RUN := detect_leaks=1 halt_on_error=1
@@ -36,7 +42,7 @@ help:
 	@echo "              UndefinedBehavior on C; unit-release: allocations and 10M memory bounds, -c release)"
 	@echo "make install  PREFIX=...: libckvo.a, libckvo.so, headers, ckvo.pc"
 	@echo "make example  build examples/ with plain cc against a temporary install, run it"
-	@echo "make quickstart  run the README's Swift quick start (examples/QuickStart)"
+	@echo "make quickstart  run the README's Swift quick start, by hand and with @KeyValueObservable (examples/)"
 	@echo "make bench    SwiftKVO against its peers: swift run -c release Benchmarks $$BENCH_ARGS, then relay-bench"
 	@echo "make fuzz     FUZZ_SECONDS=60: libFuzzer on the C API against a model, corpus in Tests/Fuzz"
 	@echo "make soak     SOAK_SECONDS=60: every workload at once, exact accounting, memory back to baseline"
@@ -45,6 +51,7 @@ help:
 	@echo "make perf-baseline  measure again and rewrite Tests/PerfCheck/baseline.tsv (commit it, saying why)"
 	@echo "make relay-test   SwiftKVORelay (Relay/) against a private PostgreSQL it starts and stops"
 	@echo "make relay-bench  relay against raw PostgresNIO LISTEN/NOTIFY (RELAY_BENCH_ARGS=--quick)"
+	@echo "make relay-fuzz   RELAY_FUZZ_SECONDS=60: hostile input through the relay's receive path (RELAY_FUZZ_SEED=)"
 	@echo "make pg-start | pg-stop   the private PostgreSQL cluster on 127.0.0.1:$(PG_PORT)"
 
 deps:
@@ -57,21 +64,21 @@ deps:
 
 build: deps
 	@echo "== build"
-	$(SWIFT) build
+	$(SWIFT) build $(MACRO_TRAITS)
 
 lint: deps
 	@echo "== lint: C engine, warnings are errors"
 	@for f in $(ENGINE_SRC); do $(CC) $(ENGINE_CFLAGS) -fsyntax-only $$f || exit 1; done
 
 unit: deps
-	@echo "== test: plain"
-	$(SWIFT) test
+	@echo "== test: plain, with the @KeyValueObservable macro (trait Macros)"
+	$(SWIFT) test $(MACRO_TRAITS)
 
 # The C suite again with readers forced onto ck_epoch_begin (CKVO_FENCED_READERS=1): the path
 # taken where membarrier(2) is missing, which the plain run never takes on this kind of machine.
 unit-fenced: deps
 	@echo "== test: C suite, fenced readers (CKVO_FENCED_READERS=1)"
-	CKVO_FENCED_READERS=1 $(SWIFT) test --filter CKVOCoreTests
+	CKVO_FENCED_READERS=1 $(SWIFT) test $(MACRO_TRAITS) --filter CKVOCoreTests
 
 tsan: deps
 	@echo "== test: ThreadSanitizer"
@@ -154,8 +161,9 @@ example: deps
 	./$(BUILD)/thermostat
 
 quickstart: deps
-	@echo "== quickstart: the README's Swift example"
-	$(SWIFT) run QuickStart
+	@echo "== quickstart: the README's Swift example, by hand and with the macro"
+	$(SWIFT) run $(MACRO_TRAITS) QuickStart
+	$(SWIFT) run $(MACRO_TRAITS) QuickStartMacro
 
 # BENCH_ARGS="--quick" for a smoke run; see `swift run -c release Benchmarks --help`.
 BENCH_ARGS ?=
@@ -269,7 +277,7 @@ RELAY_ENV     := PGHOST=127.0.0.1 PGPORT=$(PG_PORT) PGUSER=postgres PGDATABASE=p
 	RELAY_PG_STOP="$(MAKE) --no-print-directory -C $(CURDIR) pg-stop" \
 	RELAY_PG_START="$(MAKE) --no-print-directory -C $(CURDIR) pg-start"
 
-.PHONY: pg-install pg-start pg-stop relay-build relay-test relay-bench relay-example relay-clean
+.PHONY: pg-install pg-start pg-stop relay-build relay-test relay-bench relay-fuzz relay-example relay-clean
 
 pg-install:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
@@ -317,6 +325,16 @@ relay-bench: deps
 	fi; \
 	$(RELAY_ENV) $(SWIFT) run $(RELAY_SCRATCH) $(RELAY_BENCH_CONFIG) RelayBenchmarks $(RELAY_BENCH_ARGS); status=$$?; \
 		$(MAKE) --no-print-directory pg-stop; exit $$status
+
+# A seeded generator (Relay/Tests/RelayFuzz) feeds random bytes, mutated messages and message
+# sequences at the edges of every field into an unsigned and a signed relay; it fails on a trap
+# or on a message not accounted for exactly once. No server needed. The seed is printed: pass it
+# back as RELAY_FUZZ_SEED to replay a run.
+RELAY_FUZZ_SECONDS ?= 60
+RELAY_FUZZ_SEED    ?=
+relay-fuzz: deps
+	@echo "== relay fuzz: $(RELAY_FUZZ_SECONDS) s of hostile input through the receive path"
+	$(SWIFT) run $(RELAY_SCRATCH) RelayFuzz --seconds $(RELAY_FUZZ_SECONDS) $(if $(RELAY_FUZZ_SEED),--seed $(RELAY_FUZZ_SEED))
 
 relay-clean:
 	@-$(MAKE) --no-print-directory pg-stop

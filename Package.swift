@@ -1,16 +1,33 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
+import CompilerPluginSupport
 import PackageDescription
+
+// The `@KeyValueObservable` macro is built only with the package trait "Macros": its
+// implementation needs swift-syntax, which nobody who imports SwiftKVO alone should build.
+// Depend on the SwiftKVOMacros product with the trait enabled:
+//   .package(url: "…/SwiftKVO", from: "…", traits: ["Macros"])
+// `make unit` runs the suite with `--traits Macros`; the sanitizer and release runs do not,
+// so their scratch folders never build swift-syntax.
+let macros: TargetDependencyCondition? = .when(traits: ["Macros"])
 
 let package = Package(
     name: "SwiftKVO",
     products: [
         .library(name: "CKVOCore", targets: ["CKVOCore"]),
         .library(name: "SwiftKVO", targets: ["SwiftKVO"]),
+        // `@KeyValueObservable` and SwiftKVO in one import (enable the trait "Macros").
+        .library(name: "SwiftKVOMacros", targets: ["SwiftKVOMacros"]),
         .executable(name: "Benchmarks", targets: ["Benchmarks"]),
+    ],
+    traits: [
+        .trait(
+            name: "Macros",
+            description: "Builds the @KeyValueObservable macro (SwiftKVOMacros) and with it swift-syntax."),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"604.0.0"),
     ],
     targets: [
         // Concurrency Kit from the system (Debian: libck-dev; `make deps` installs it).
@@ -34,6 +51,37 @@ let package = Package(
             dependencies: ["CKVOCore"],
             path: "Sources/SwiftKVO"
         ),
+        // The macro's implementation: a compiler plugin, one file per macro (Macros trait only;
+        // without it the target is an empty stub, so a plain build never compiles swift-syntax).
+        .macro(
+            name: "SwiftKVOMacrosPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax", condition: macros),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax", condition: macros),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax", condition: macros),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax", condition: macros),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax", condition: macros),
+            ],
+            path: "Sources/SwiftKVOMacrosPlugin"
+        ),
+        // The macro's public face: declares the macros and re-exports SwiftKVO.
+        .target(
+            name: "SwiftKVOMacros",
+            dependencies: ["SwiftKVO", .target(name: "SwiftKVOMacrosPlugin", condition: macros)],
+            path: "Sources/SwiftKVOMacros"
+        ),
+        // Expansions and diagnostics of the macro, and classes declared by macro against their
+        // hand-written twins (empty without the trait).
+        .testTarget(
+            name: "SwiftKVOMacrosTests",
+            dependencies: [
+                "SwiftKVOMacros",
+                .target(name: "SwiftKVOMacrosPlugin", condition: macros),
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax", condition: macros),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax", condition: macros),
+            ],
+            path: "Tests/SwiftKVOMacrosTests"
+        ),
         // A malloc-counting shim for SwiftKVOTests' allocation test (interposes malloc & co.).
         .target(
             name: "SwiftKVOTestSupport",
@@ -48,6 +96,9 @@ let package = Package(
         ),
         // The README's Swift quick start, run by `make quickstart`.
         .executableTarget(name: "QuickStart", dependencies: ["SwiftKVO"], path: "examples/QuickStart"),
+        // The same, declared with @KeyValueObservable (`make quickstart`, with the Macros trait).
+        .executableTarget(
+            name: "QuickStartMacro", dependencies: ["SwiftKVOMacros"], path: "examples/QuickStartMacro"),
         // C helpers for CKVOCoreTests: recording callbacks, atomics, barriers, fork, pthread_exit.
         .target(name: "CKVOTestSupport", dependencies: ["CKVOCore"], path: "Tests/CKVOTestSupport"),
         .testTarget(

@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "SwiftKVORelay", targets: ["SwiftKVORelay"]),
         .executable(name: "RelayBenchmarks", targets: ["RelayBenchmarks"]),
         .executable(name: "RelayExample", targets: ["RelayExample"]),
+        .executable(name: "RelayFuzz", targets: ["RelayFuzz"]),
     ],
     dependencies: [
         .package(name: "SwiftKVO", path: ".."),
@@ -18,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // HMAC-SHA256 for signed messages; PostgresNIO builds it already.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         .target(
@@ -29,6 +32,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(
@@ -53,6 +57,12 @@ let package = Package(
             name: "RelayTestPeer",
             dependencies: ["SwiftKVORelay", .product(name: "Logging", package: "swift-log")],
             path: "Tests/RelayTestPeer"
+        ),
+        // make relay-fuzz: seeded random bytes and hostile message sequences through the receive path.
+        .executableTarget(
+            name: "RelayFuzz",
+            dependencies: ["SwiftKVORelay", .product(name: "SwiftKVO", package: "SwiftKVO")],
+            path: "Tests/RelayFuzz"
         ),
         .testTarget(
             name: "SwiftKVORelayTests",

@@ -15,6 +15,7 @@ enum PeerRegistry {
         // SwiftKVO.
         SwiftKVOCPeer(),
         SwiftKVOTokenPeer(),
+        SwiftKVOByNamePeer(),
         SwiftKVOControllerBlockPeer(),
         SwiftKVOControllerActionPeer(),
         SwiftKVONotificationHubPeer(),

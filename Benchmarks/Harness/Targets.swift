@@ -196,6 +196,13 @@ struct Targets {
             "churn: token pair ÷ C API pair", .atMost(1.5), in: churn, "swiftkvo-token", over: "swiftkvo-c"))
         out.append(timeRatio(
             "churn: KVOController ÷ the port", .atMost(0.8), in: churn, "swiftkvo-kvocontroller", over: "kvocontroller-port"))
+        out.append(timeRatio(
+            "churn: observe by name ÷ by key path", .atMost(1.25), in: churn, "swiftkvo-by-name", over: "swiftkvo-token"))
+        for n in [1, 10] {
+            out.append(timeRatio(
+                "dispatch by name ÷ by key path, \(n) observers", .atMost(1.1), in: workload(.fanOut, size: n),
+                "swiftkvo-by-name", over: "swiftkvo-token"))
+        }
         return out
     }
 

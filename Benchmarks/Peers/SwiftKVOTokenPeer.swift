@@ -26,6 +26,8 @@ struct SwiftKVOTokenPeer: FixtureFactories {
     final class Subject: KeyValueObservable, @unchecked Sendable {
         let kvoRegistrar = KVORegistrar()
         @Observed var value = 0
+        /// For the by-name peer (SwiftKVOByNamePeer.swift); the typed path never reads it.
+        static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Subject.value] }
     }
 
     static func observe(_ subject: Subject, observer: BenchObserver) -> ObservationToken {

@@ -1,10 +1,16 @@
 extension KeyValueObservable {
     /// The values of `keyPath` as an async sequence: the current value first,
-    /// then the new value after every change.
+    /// then the whole value after every change.
     ///
     /// ```swift
     /// for await name in account.values(for: \.name) { label.text = name }
     /// ```
+    ///
+    /// Every element is a whole value of `keyPath`, never a part of one: for
+    /// an array (an `@ObservedArray` property, or a chain ending in one) an
+    /// insertion, removal or replacement yields the whole array as it stands
+    /// after the change, not the affected elements a change handler receives
+    /// (see ``ObservedChange``); a removal yields too.
     ///
     /// The sequence ends when the object deinitializes, and its observation is
     /// removed when the iterating task is cancelled or the sequence is
@@ -25,10 +31,20 @@ extension KeyValueObservable {
     ) throws(KVOError) -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: Value.self, bufferingPolicy: bufferingPolicy)
+        // Key paths are immutable once made, so reading through one from the
+        // changing thread is safe; `KeyPath` is just not declared `Sendable`.
+        nonisolated(unsafe) let wholeValue = keyPath
         let token: ObservationToken
         do {
-            token = try observe(keyPath, options: [.initial, .new]) { _, change in
-                if let value = change.newValue { continuation.yield(value) }
+            token = try observe(keyPath, options: [.initial, .new]) { object, change in
+                // A setting carries the whole new value. A collection change
+                // carries only the affected elements (none for a removal), so
+                // the whole value is read, as it stands after the change.
+                if change.kind == .setting, let value = change.newValue {
+                    continuation.yield(value)
+                } else {
+                    continuation.yield(object[keyPath: wholeValue])
+                }
             }
         } catch {
             continuation.finish()

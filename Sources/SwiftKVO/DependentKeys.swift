@@ -3,10 +3,13 @@
 //
 // A class declares `dependentKeyPaths` (`\Person.fullName: [\Person.firstName,
 // \Person.lastName]`). Observers of `fullName` observe an engine key of its
-// own. A setter of `firstName` learns once per object (cached in its wrapper
-// state bit `hasDependents`) that `fullName` depends on it, and then
-// announces will/did for `fullName` around its own change, with fullName's
-// value read before and after — the way Apple KVO does it.
+// own. Its sources are checked when it is first observed (each must be an
+// observable property of the class or another dependent key), and what each
+// denotes is filed then. A setter of a class that declares dependent keys
+// (its wrapper state bit `hasDependents`) asks which of those made so far
+// are computed from its key — from the filed sources, never evaluating one —
+// and announces will/did for them around its own change, with their values
+// read before and after, the way Apple KVO does it.
 //
 // Dependencies are transitive, as in Apple KVO: `greeting` declared from
 // `fullName` is announced when `firstName` changes, and when `fullName` is
@@ -106,7 +109,12 @@ enum Dependencies {
     }
 
     private struct State {
+        /// Dependent keys made so far (each when first observed).
         var keys: [AnyKeyPath: DependentKey] = [:]
+        /// The property each checked source denotes (filled when a dependent
+        /// key is made; setters read it and never evaluate a source).
+        var sources: [AnyKeyPath: EngineKey] = [:]
+        /// Setters' answers, per class and key; cleared when a dependent key is made.
         var dependents: [ClassKey: [DependentKey]] = [:]
     }
 
@@ -132,18 +140,16 @@ enum Dependencies {
             guard let declared = try dependentKey(for: declaration, on: object) else { return nil }
             dependent = declared
         } else {
+            try checkSources(of: declaration, in: declared, on: object)
             guard let maker = keyPath as? any DependentKeyMaking else { return nil }
-            let name =
-                "swift-dependent:\(String(reflecting: Root.self))@"
-                + String(UInt(bitPattern: ObjectIdentifier(Root.self)), radix: 16)
-                + ":\(keyPath.debugDescription)"
-            let key = Engine.intern(name)
+            let key = Engine.intern(EngineKeyName.dependent(keyPath))
             guard key != 0 else { throw .outOfMemory }
             dependent = maker.makeDependentKey(key: key)
         }
         return state.withLock { state in
             if let existing = state.keys[keyPath] { return existing }
             state.keys[keyPath] = dependent
+            state.dependents = [:]  // setters learn of it
             return dependent
         }
     }
@@ -173,14 +179,37 @@ enum Dependencies {
         return false
     }
 
-    /// The engine key a declared source denotes on `object`: a dependent
-    /// key's, or a property's; `nil` for anything else (or a cyclic key).
-    private static func sourceKey<Root: KeyValueObservable>(
-        _ source: AnyKeyPath, on object: Root
-    ) -> EngineKey? {
-        if let dependent = try? dependentKey(for: source, on: object) { return dependent.key }
-        let links = KeyPathRegistry.links(of: source, on: object)
-        return links.count == 1 && links[0].object === object ? links[0].property.key : nil
+    /// The engine key a declared source denotes: a dependent key's, or a
+    /// property's, as checked when a dependent key computed from it was made;
+    /// `nil` otherwise. Setters call this: it evaluates nothing.
+    private static func sourceKey(_ source: AnyKeyPath, in state: State) -> EngineKey? {
+        state.keys[source]?.key ?? state.sources[source]
+    }
+
+    /// Refuses a dependent key with a source that could never announce it:
+    /// each source must be an observable property of the class or another
+    /// dependent key. A chain (`\Card.profile.first`) is not one: a change
+    /// on the profile object does not pass through a setter of the card.
+    private static func checkSources<Root: KeyValueObservable>(
+        of declaration: AnyKeyPath, in declared: [AnyKeyPath: [AnyKeyPath]], on object: Root
+    ) throws(KVOError) {
+        for source in declared[declaration] ?? [] {
+            if self.declaration(of: source, in: declared) != nil {
+                // Another dependent key: made (and its own sources checked) now.
+                _ = try dependentKey(for: source, on: object)
+                continue
+            }
+            if KeyPathShape(of: source) == .forceUnwrapped {
+                throw KVOError(.forceUnwrappedKeyPath, detail: "source \(KeyPathRegistry.spelling(of: source))")
+            }
+            guard let property = KeyPathRegistry.property(source, of: object) else {
+                throw KeyPathRegistry.refusal(
+                    source,
+                    "a source of \(KeyPathRegistry.spelling(of: declaration)) must be an observable property "
+                        + "of the class or another dependent key")
+            }
+            state.withLock { $0.sources[source] = property.key }
+        }
     }
 
     /// The dependent keys computed from `key` on `object`'s class, directly
@@ -191,32 +220,36 @@ enum Dependencies {
         let classKey = ClassKey(type: ObjectIdentifier(type(of: object)), key: key)
         if let cached = state.withLock({ $0.dependents[classKey] }) { return cached }
         let declared = type(of: object).dependentKeyPaths
-        var found: [DependentKey] = []
-        var reached: Set<EngineKey> = [key]
-        var frontier = [key]
-        while !frontier.isEmpty {
-            var next: [DependentKey] = []
-            for (dependent, sources) in declared {
-                guard sources.contains(where: { source in
-                    sourceKey(source, on: object).map(frontier.contains) ?? false
-                }), let dependentKey = try? dependentKey(for: dependent, on: object),
-                    reached.insert(dependentKey.key).inserted
-                else { continue }
-                next.append(dependentKey)
-            }
-            next.sort { $0.key < $1.key }
-            found += next
-            frontier = next.map(\.key)
-        }
         return state.withLock { state in
             if let cached = state.dependents[classKey] { return cached }
+            // Only dependent keys made so far (observed at some point): one
+            // nobody ever observed has no observer to tell.
+            var found: [DependentKey] = []
+            var reached: Set<EngineKey> = [key]
+            var frontier = [key]
+            while !frontier.isEmpty {
+                var next: [DependentKey] = []
+                for (dependent, sources) in declared {
+                    guard let dependentKey = state.keys[dependent],
+                        sources.contains(where: { sourceKey($0, in: state).map(frontier.contains) ?? false }),
+                        reached.insert(dependentKey.key).inserted
+                    else { continue }
+                    next.append(dependentKey)
+                }
+                next.sort { $0.key < $1.key }
+                found += next
+                frontier = next.map(\.key)
+            }
             state.dependents[classKey] = found
             return found
         }
     }
 
+    /// Whether a setter of `object`'s class must ask for dependents: whether
+    /// the class declares any. Decided from the declaration alone (a source is
+    /// never evaluated by a setter), so it holds before any is observed.
     static func hasDependents<Root: KeyValueObservable>(of key: EngineKey, on object: Root) -> Bool {
-        !dependents(of: key, on: object).isEmpty
+        !type(of: object).dependentKeyPaths.isEmpty
     }
 
     /// Announces prior notifications of the keys computed from `key`;

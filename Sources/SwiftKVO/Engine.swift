@@ -166,12 +166,17 @@ enum Engine {
     /// that hands over its only reference may do so only when nothing can
     /// remove the observation meanwhile (no owner, the object held by the
     /// caller, the token not known yet); afterwards it must not touch the box.
+    ///
+    /// Key 0 is what a failed ``intern(_:)`` returns, and interning fails
+    /// only when the engine is out of memory (every name this layer builds
+    /// fits): it throws ``KVOError/outOfMemory``.
     @usableFromInline
     static func observe(
         object: UnsafeRawPointer?, key: EngineKey, options: ObservingOptions,
         owner: UnsafeRawPointer?, box: consuming EngineObservation
     ) throws(KVOError) -> EngineToken {
         auditWriterCall()
+        guard key != 0 else { throw .outOfMemory }
         // The reference moves into the engine's context (no count changes).
         let unmanaged = Unmanaged.passRetained(consume box)
         var token: EngineToken = 0
@@ -486,10 +491,13 @@ struct EngineChange {
 protocol OptionalValue {
     static var wrappedType: Any.Type { get }
     static func wrapping(_ pointer: UnsafeRawPointer) -> Self
+    /// The wrapped value, `nil` for `nil`.
+    var wrappedValue: Any? { get }
 }
 
 extension Optional: OptionalValue {
     static var wrappedType: Any.Type { Wrapped.self }
+    var wrappedValue: Any? { self.map { $0 } }
     static func wrapping(_ pointer: UnsafeRawPointer) -> Optional {
         .some(pointer.assumingMemoryBound(to: Wrapped.self).pointee)
     }

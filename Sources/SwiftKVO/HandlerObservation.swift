@@ -99,9 +99,12 @@ enum Deliveries {
         _ object: Object, key: EngineKey, options: ObservingOptions,
         box: consuming EngineObservation
     ) throws(KVOError) -> ObservationToken {
-        object.kvoRegistrar.attach(object)
-        return ObservationToken(
+        let registrar = object.kvoRegistrar
+        registrar.attach(object)
+        let liveness = registrar.ownerLiveness()
+        return ObjectObservationToken(
             engineToken: try Engine.observe(
-                object: Engine.address(object), key: key, options: options, owner: nil, box: box))
+                object: Engine.address(object), key: key, options: options, owner: nil, box: box),
+            liveness: liveness)
     }
 }

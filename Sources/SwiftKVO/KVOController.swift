@@ -31,9 +31,10 @@ import Synchronization
 ///   objects are held weakly, and an observed object's death removes its
 ///   observations.
 /// - Observing the same property of the same object twice is a no-op that
-///   returns ``KVOError/alreadyObserving``, also through different key paths
-///   naming it (`\SavingsAccount.name` and `\BaseAccount.name` for a
-///   property declared in `BaseAccount`); observing `nil` is a no-op.
+///   reports "already observing": it returns `false` (it does not throw),
+///   also through different key paths naming it (`\SavingsAccount.name` and
+///   `\BaseAccount.name` for a property declared in `BaseAccount`). Observing
+///   `nil` throws ``KVOError/invalidArgument``.
 /// - Removals never crash and report what they removed: `unobserve(_:_:)`
 ///   returns whether it removed an observation, `unobserve(_:)` and
 ///   ``unobserveAll()`` how many; `false` and 0 mean "not found" (never
@@ -433,7 +434,7 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     ) throws(KVOError) -> Bool {
         let address = Engine.address(of: object)
         let keyID = KVOControllerKey.of(resolved)
-        let entry = KVOControllerChainEntry()
+        let entry = KVOControllerChainEntry(keyPath: keyPath)
         entry.file(address: address, key: keyID, records: records)
         // A dead object's record displaced at a reused address is released
         // after the lock, as in `register` (its entries' tokens end chains,
@@ -485,325 +486,45 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
     }
 }
 
-/// How to remove an entry taken out of the table, carried out after the lock.
-struct KVOControllerRemoval {
-    /// The engine token to remove; 0 for none.
-    let token: EngineToken
-    let chain: ObservationToken?
-    /// The entry was still being registered, and was marked cancelled: its
-    /// registering thread removes the observation if this does not.
-    let cancelsRegistration: Bool
+// MARK: - Introspection
 
-    /// Carries out the removal; returns whether an observation was removed
-    /// (`false` when the engine no longer had it: its observer or its object
-    /// died).
-    func perform() -> Bool {
-        if let chain { return chain.invalidate() }
-        if token != 0 { return Engine.unobserve(token) == nil }
-        return cancelsRegistration
-    }
-}
-
-/// One registration of a ``KVOController``, as filed in its table: the
-/// engine's box itself (``ControllerObservation``), or a key-path chain's
-/// entry (``KVOControllerChainEntry``), which the engine never sees.
-///
-/// The table holds its entries; the engine holds a box until it releases it
-/// (the observation was removed: unobserved, its observer found dead by a
-/// dispatch, or its object deinitialized), and that release removes the box
-/// from the table if it is still there (``engineReleased()``), so the block
-/// and what it captures go with it, even while the controller lives on.
-///
-/// `@unchecked Sendable`: where it is filed is written once, before the entry
-/// is filed or registered; its mutable flags are read and written only under
-/// the controller's lock.
-@usableFromInline
-class KVOControllerEntry: SelfRemovingObservation, @unchecked Sendable {
-    // Where the entry is filed: the observed object's address, its key, and
-    // the controller's table. Written once by `file(address:key:records:)`.
-    @exclusivity(unchecked) private(set) var address: UInt = 0
-    @exclusivity(unchecked) private(set) var key: UInt = 0
-    @exclusivity(unchecked) private var records: LockedState<KVOControllerRecords>?
-    /// Set once the entry left the table, so that its release skips the lock
-    /// (a stale `false` only costs the lookup).
-    private let detached = Atomic<Bool>(false)
-    // The mutable fields below are accessed only under the controller's lock,
-    // which is their exclusivity: accesses skip the runtime's dynamic check.
-    @exclusivity(unchecked) var registering = true
-    @exclusivity(unchecked) var cancelled = false
-
-    @usableFromInline
-    override init(deliver: @escaping (EngineChange, EngineObservation) -> Void) {
-        super.init(deliver: deliver)
+extension KVOController: CustomStringConvertible {
+    /// The objects the controller observes, those still alive, in no
+    /// particular order (KVOController's `description` lists them).
+    ///
+    /// Takes the controller's lock, never the engine's: notifications are
+    /// never held up by it. O(observed objects).
+    public var observedObjects: [AnyObject] {
+        records.withLock { records in records.values.compactMap(\.object) }
     }
 
-    /// Notes where the entry is filed; called once, before it is filed.
-    func file(address: UInt, key: UInt, records: LockedState<KVOControllerRecords>) {
-        self.address = address
-        self.key = key
-        self.records = records
-    }
-
-    /// For a key-path chain: the chain's token.
-    var chain: ObservationToken? { nil }
-
-    override func engineReleased() { forget() }
-
-    /// Marks the entry as taken out of the table, under the lock: its
-    /// release then returns without the lock.
-    func detach() { detached.store(true, ordering: .releasing) }
-
-    /// Removes the entry from the table if it is still there, once the engine
-    /// released it. Runs where the engine releases observations (after a
-    /// registration or removal, outside every engine lock), never on a
-    /// notification path. A record left empty is released after the lock:
-    /// with it goes a retained observed object, whose deinit may call back
-    /// into the controller.
-    func forget() {
-        guard !detached.load(ordering: .acquiring), let records else { return }
-        let released: KVOControllerRecord? = records.withLock { records in
-            guard let record = records[address], record.entries[key] === self else { return nil }
-            record.entries[key] = nil
-            guard record.entries.isEmpty else { return nil }
-            records[address] = nil
-            return record
-        }
-        withExtendedLifetime(released) {}
-    }
-}
-
-/// A key-path chain's entry in a ``KVOController``'s table: the chain is an
-/// observation of its own (a token), so the engine never holds this entry.
-final class KVOControllerChainEntry: KVOControllerEntry, @unchecked Sendable {
-    /// Accessed only under the controller's lock.
-    @exclusivity(unchecked) var chainToken: ObservationToken?
-
-    init() {
-        super.init { _, _ in }  // never registered, never delivered to
-    }
-
-    override var chain: ObservationToken? { chainToken }
-}
-
-/// What a ``KVOController`` files an entry under: the observed property, not
-/// the key path's spelling. `\Derived.name` and `\Base.name` name the same
-/// property (the same engine key), so they share one entry: observing
-/// through both is a duplicate, and unobserving through either removes it.
-///
-/// One word, hashed once: an engine key, shifted and tagged odd, for a
-/// property or dependent key; for a key-path chain, which has no single
-/// engine key, the address of the interned key path (immortal, so never
-/// reused; aligned, so even).
-enum KVOControllerKey {
-    /// The key `resolved` is filed under.
-    static func of(_ resolved: ResolvedKeyPath) -> UInt {
-        switch resolved.kind {
-        case .property, .dependent:
-            UInt(resolved.key) << 1 | 1
-        case .chain:
-            UInt(bitPattern: ObjectIdentifier(resolved.keyPath))
+    /// The key paths the controller observes on `object`, in registration order.
+    ///
+    /// Takes the controller's lock, never the engine's. O(key paths of `object`).
+    public func observedKeyPaths(of object: AnyObject) -> [AnyKeyPath] {
+        let address = Engine.address(of: object)
+        return records.withLock { records in
+            guard let record = records[address], record.object === object else { return [] }
+            return record.entries.values.compactMap(\.observedKeyPath)
         }
     }
-}
 
-/// What a ``KVOController`` observes on one object: the object (strongly or
-/// weakly held) and an entry per observed property.
-final class KVOControllerRecord {
-    /// The object itself when retained; otherwise a ``WeakObject`` holding
-    /// it. One field for both, so that a record is a 48-byte heap block.
-    private let reference: AnyObject
-    /// Accessed only under the controller's lock (see ``KVOControllerEntry``).
-    @exclusivity(unchecked) var entries = KVOControllerEntries()
-
-    /// Holds a weakly referenced observed object.
-    private final class WeakObject {
-        weak var object: AnyObject?
-        init(_ object: AnyObject) { self.object = object }
-    }
-
-    init(object: AnyObject, retains: Bool) {
-        reference = retains ? object : WeakObject(object)
-    }
-
-    /// The object; `nil` once a weakly held one died.
-    var object: AnyObject? {
-        // An exact class check, not a cast: no observed object is a
-        // `WeakObject` (a private class).
-        guard ObjectIdentifier(type(of: reference)) == ObjectIdentifier(WeakObject.self) else {
-            return reference
-        }
-        return unsafeDowncast(reference, to: WeakObject.self).object
-    }
-}
-
-/// A ``KVOController``'s records, by observed object's address: one inline,
-/// the others in a dictionary, used only while more than one object is
-/// observed. Most controllers observe one object (a view model its model),
-/// and a dictionary of one takes about 112 bytes. An address is filed in at
-/// most one of the two.
-struct KVOControllerRecords {
-    private var single: (address: UInt, record: KVOControllerRecord)?
-    private var others: [UInt: KVOControllerRecord] = [:]
-
-    /// Every record.
-    var values: [KVOControllerRecord] {
-        (single.map { [$0.record] } ?? []) + others.values
-    }
-
-    /// The record of the object at `address`; assigning `nil` removes it.
-    subscript(address: UInt) -> KVOControllerRecord? {
-        get {
-            if let single, single.address == address { return single.record }
-            return others.isEmpty ? nil : others[address]
-        }
-        set {
-            if let current = single, current.address == address {
-                single = newValue.map { (address, $0) }
-            } else if (!others.isEmpty && others[address] != nil) || (newValue != nil && single != nil) {
-                others[address] = newValue
-            } else if let newValue {
-                single = (address, newValue)
+    /// The observer and, per observed object, the key paths observed, spelled
+    /// by name: `KVOController<ViewModel>(observer: ViewModel) { Account
+    /// 0x…: [\Account.name, \Account.balance] }`.
+    public var description: String {
+        let observed = records.withLock { records in
+            records.values.compactMap { record in
+                record.object.map { ($0, record.entries.values.compactMap(\.observedKeyPath)) }
             }
         }
-    }
-}
-
-/// One object's entries in a ``KVOController``, each under its
-/// ``KVOControllerKey``: the first inline, any others in an array, searched
-/// linearly, since one observer observes few properties of one object — O(k)
-/// for k observed properties. The usual single entry costs no allocation
-/// beyond its record (a dictionary of one took about 112 bytes).
-struct KVOControllerEntries {
-    private var first: KVOControllerEntry?
-    private var rest: [KVOControllerEntry] = []
-
-    var isEmpty: Bool { first == nil }
-
-    /// Every entry, in the order they were filed.
-    var values: [KVOControllerEntry] {
-        guard let first else { return [] }
-        return [first] + rest
-    }
-
-    /// The entry filed under `key`; assigning `nil` removes it.
-    subscript(key: UInt) -> KVOControllerEntry? {
-        get {
-            if let first, first.key == key { return first }
-            return rest.first { $0.key == key }
+        let objects = observed.map { object, keyPaths in
+            "\(type(of: object)) \(String(Engine.address(of: object), radix: 16, uppercase: false)): ["
+                + keyPaths.map(KeyPathRegistry.spelling(of:)).joined(separator: ", ") + "]"
         }
-        set {
-            if let current = first, current.key == key {
-                if let newValue {
-                    first = newValue
-                } else {
-                    first = rest.isEmpty ? nil : rest.removeFirst()
-                }
-            } else if let index = rest.firstIndex(where: { $0.key == key }) {
-                if let newValue { rest[index] = newValue } else { rest.remove(at: index) }
-            } else if let newValue {
-                if first == nil { first = newValue } else { rest.append(newValue) }
-            }
-        }
-    }
-
-    /// Files `entry` under `key`; returns the entry it replaced, if any.
-    mutating func updateValue(_ entry: KVOControllerEntry, forKey key: UInt) -> KVOControllerEntry? {
-        defer { self[key] = entry }
-        return self[key]
-    }
-
-    /// Removes and returns the entry filed under `key`, if any.
-    mutating func removeValue(forKey key: UInt) -> KVOControllerEntry? {
-        defer { self[key] = nil }
-        return self[key]
-    }
-}
-
-extension Deliveries {
-    /// A box calling `block(observer, object, change)` while the observer lives.
-    @inlinable
-    static func controller<Observer: AnyObject, Object: AnyObject, Value>(
-        observer: Observer?, resolved: ResolvedKeyPath,
-        options: ObservingOptions,
-        block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
-    ) -> ControllerObservation<Observer, Object, Value> {
-        ControllerObservation(
-            observer: observer, unmanagedKeyPath: resolved.unmanagedKeyPath,
-            readsInitialValue: options.contains(.new), block: block)
-    }
-}
-
-/// The box of a ``KVOController`` observation, which is also its entry in the
-/// controller's table: the weakly held observer, the block and what its
-/// changes are built from, read by its delivery function.
-@usableFromInline
-final class ControllerObservation<Observer: AnyObject, Object: AnyObject, Value>: KVOControllerEntry,
-    @unchecked Sendable
-{
-    /// Written once, by the initializer: reads skip the dynamic exclusivity
-    /// check and load the reference in place (a weak reference inside a
-    /// struct field would be copied out, and the copy destroyed, on every
-    /// delivery).
-    @usableFromInline
-    @exclusivity(unchecked) weak var observer: Observer?
-    @usableFromInline
-    let block: @Sendable (Observer, Object, ObservedChange<Value>) -> Void
-    /// The registry's key path (immortal), equal to the observed one and so
-    /// of its type: held without a reference count.
-    @usableFromInline
-    let unmanagedKeyPath: Unmanaged<AnyKeyPath>
-
-    @inlinable
-    init(
-        observer: Observer?, unmanagedKeyPath: Unmanaged<AnyKeyPath>, readsInitialValue: Bool,
-        block: @escaping @Sendable (Observer, Object, ObservedChange<Value>) -> Void
-    ) {
-        self.observer = observer
-        self.block = block
-        self.unmanagedKeyPath = unmanagedKeyPath
-        // Capture nothing: they read the box they are handed (see
-        // EngineObservation). Two literal closures, so that neither captures
-        // whether the observation asked for `.new`.
-        if readsInitialValue {
-            super.init { change, box in
-                ControllerObservation.deliver(change, to: box, readsInitialValue: true)
-            }
-        } else {
-            super.init { change, box in
-                ControllerObservation.deliver(change, to: box, readsInitialValue: false)
-            }
-        }
-    }
-
-    /// The delivery function's body.
-    @inlinable @inline(__always)
-    static func deliver(_ change: EngineChange, to box: EngineObservation, readsInitialValue: Bool) {
-        let box = unsafeDowncast(box, to: ControllerObservation<Observer, Object, Value>.self)
-        guard let observer = box.observer else {
-            // The observer is gone: never call it again; remove without
-            // taking the writer lock on this dispatch path.
-            Engine.unobserveDeferred(box.token)
-            return
-        }
-        change.withObject(as: Object.self) { object in
-            if change.isPlain {
-                box.block(observer, object, ObservedChange(plain: change, keyPath: box.unmanagedKeyPath))
-            } else {
-                box.deliverGeneral(change, of: observer, object, readsInitialValue: readsInitialValue)
-            }
-        }
-    }
-
-    /// Delivers a change that is not ``EngineChange/isPlain``; out of line.
-    @inlinable @inline(never)
-    func deliverGeneral(
-        _ change: EngineChange, of observer: Observer, _ object: Object, readsInitialValue: Bool
-    ) {
-        Deliveries.deliverGeneral(
-            change, of: object,
-            keyPath: unsafeDowncast(unmanagedKeyPath.takeUnretainedValue(), to: KeyPath<Object, Value>.self),
-            readsInitialValue: readsInitialValue, unmanagedKeyPath: unmanagedKeyPath
-        ) { object, change in block(observer, object, change) }
+        let observerName = observer.map { "\(type(of: $0))" } ?? "nil"
+        return "KVOController<\(Observer.self)>(observer: \(observerName)) { "
+            + objects.joined(separator: "; ") + " }"
     }
 }
 
@@ -816,6 +537,11 @@ protocol ControllerKeyPathOpening {
         in controller: KVOController<Observer>, object: Root, options: ObservingOptions,
         block: @escaping @Sendable (Observer, Root, ObservedChange<Any>) -> Void
     ) throws(KVOError) -> Bool
+
+    /// Unobserves it on `object`; `false` if it was not observed.
+    func unregister<Observer: AnyObject, Root: KeyValueObservable>(
+        in controller: KVOController<Observer>, object: Root
+    ) -> Bool
 }
 
 extension KeyPath: ControllerKeyPathOpening {
@@ -832,6 +558,13 @@ extension KeyPath: ControllerKeyPathOpening {
         return try controller.observe(object, keyPath, options: options) { observer, object, change in
             block(observer, object, change.map { $0 as Any })
         }
+    }
+
+    func unregister<Observer: AnyObject, R: KeyValueObservable>(
+        in controller: KVOController<Observer>, object: R
+    ) -> Bool {
+        guard let keyPath = self as? KeyPath<R, Value> else { return false }
+        return controller.unobserve(object, keyPath)
     }
 }
 

@@ -13,8 +13,26 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The CKVOCore status (`ckvo_status_t`, negative), or a positive Swift-only code.
     public let rawValue: Int32
 
+    /// What SwiftKVO can say about where the error arose, beyond its kind: for
+    /// a refused key path, the part that is not observable and why. Not part
+    /// of equality: `error == .unsupportedKeyPath` holds whatever the detail.
+    public let detail: String?
+
     /// Creates an error from a raw status.
-    public init(rawValue: Int32) { self.rawValue = rawValue }
+    public init(rawValue: Int32) {
+        self.rawValue = rawValue
+        self.detail = nil
+    }
+
+    /// `error` with `detail` attached.
+    init(_ error: KVOError, detail: String) {
+        self.rawValue = error.rawValue
+        self.detail = detail
+    }
+
+    public static func == (lhs: KVOError, rhs: KVOError) -> Bool { lhs.rawValue == rhs.rawValue }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 
     /// An argument was invalid. Mirrors `CKVO_EINVAL`.
     public static var invalidArgument: KVOError { KVOError(rawValue: Engine.Status.invalidArgument) }
@@ -62,7 +80,21 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
     public static var isolatedAction: KVOError { KVOError(rawValue: 1004) }
 
     /// The engine's message for the status (`ckvo_strerror`), or the Swift-only message.
+    /// A key reached by name is not in the class's table of keys by name
+    /// (``KeyValueObservable/observableKeyPaths``), as Apple KVO's
+    /// `NSUndefinedKeyException`. Nothing was read, changed or registered.
+    public static var unknownKey: KVOError { KVOError(rawValue: 1005) }
+
+    /// A value given by name is not of the key's type (or `nil` for a key
+    /// that is not optional). Nothing was changed.
+    public static var typeMismatch: KVOError { KVOError(rawValue: 1006) }
+
     public var description: String {
+        guard let detail else { return kindDescription }
+        return "\(kindDescription): \(detail)"
+    }
+
+    private var kindDescription: String {
         switch rawValue {
         case 1001:
             return "not an observable key path (an @Observed or @ObservedArray property, "
@@ -70,6 +102,8 @@ public struct KVOError: Error, Hashable, Sendable, CustomStringConvertible {
         case 1002: return "a force-unwrapped key path (!) would trap on nil: observe it with ?. instead"
         case 1003: return "the dependent key is computed from itself (a dependency cycle)"
         case 1004: return "a target-action isolated to a global actor other than the main actor"
+        case 1005: return "no observable key of that name"
+        case 1006: return "a value of another type than the key's"
         default: return Engine.message(for: rawValue)
         }
     }

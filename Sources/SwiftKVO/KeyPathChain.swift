@@ -1,18 +1,31 @@
 //
 // KeyPathChain.swift — observing `document.account.name` (SPEC §2 item 13).
 //
-// A chain `\Root.a.b.leaf` is a list of links found by probing: (root, a),
-// (a-object, b), (b-object, leaf). Every link but the last is *structural*:
-// it is observed with a prior notification so the old value can be read
-// through the whole path before the intermediate is replaced; after the
-// replacement the links below it are observed again on the new
-// intermediates, and the user gets one `setting` change whose old and new
-// values are read through the whole path. The last link forwards the leaf's
-// own changes (with their kind, indexes and values).
+// A chain `\Root.a.b.leaf` is a list of links found by reading it once with
+// the probe: (root, a), (a-object, b), (b-object, leaf). The registry has
+// already checked that each link is the declared observable property of its
+// class (KeyPathRegistry.swift), so reading the chain runs only wrapper
+// getters. Every link but the last is *structural*: it is observed with a
+// prior notification so the old value can be read through the whole path
+// before the intermediate is replaced; after the replacement the links below
+// it are observed again on the new intermediates, and the user gets one
+// `setting` change whose old and new values are read through the whole path.
+// The last link forwards the leaf's own changes (with their kind, indexes and
+// values).
 //
-// The root is held weakly: when it dies its own observations are removed by
-// its registrar, and a leaf callback that finds it gone removes itself
-// (deferred, lock-free) and calls nothing.
+// A one-link chain is a subclass's override of an inherited property: its
+// one link is structural, so every change is read through the override.
+//
+// An optional chain whose link was nil when it was registered is checked
+// again, link by link, each time new links appear. If what lay past the nil
+// link turns out to be a computed property, its leaf's changes are not
+// forwarded as they are (they would carry another property's values): every
+// property the key path reads is observed as a structural link instead, so
+// each change is delivered as a `setting` read through the whole key path.
+//
+// The root is held weakly. When it dies, the chain ends: its registrar
+// removes the root's own observations and tells the chain, which removes the
+// links on other objects and lets go of the handler.
 
 import Synchronization
 
@@ -27,19 +40,26 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         var tailGeneration = 0
         /// Old values read at prior time, per thread (a stack: nested changes).
         var pendingOld: [(thread: UInt, old: Value?)] = []
+        /// The user's handler, let go of when the chain ends.
+        var handler: (@Sendable (Root, ObservedChange<Value>) -> Void)?
     }
 
     private let keyPath: KeyPath<Root, Value>
     private let unmanagedKeyPath: Unmanaged<AnyKeyPath>
     private let options: ObservingOptions
-    private let handler: @Sendable (Root, ObservedChange<Value>) -> Void
     private weak var root: Root?
-    private let state = LockedState(State())
+    private let state: LockedState<State>
     /// An optional chain (`\.account?.name`): `Value` is `Leaf?`, the leaf
     /// announces `Leaf` values, and links may end early at a nil.
     private let isOptionalChain: Bool
     /// The leaf property's value type.
     private let leafType: Any.Type
+    /// The key path's components, to check the links of an optional chain.
+    private let shape: [KeyPathLink]
+    /// The root's registrar, told to end the chain when the root dies.
+    private weak var rootRegistrar: KVORegistrar?
+    /// The registrar's id of that request (0: none or withdrawn).
+    private let rootDeathHandler = Atomic<UInt64>(0)
 
     private init(
         root: Root, keyPath: KeyPath<Root, Value>, resolved: ResolvedKeyPath,
@@ -49,7 +69,12 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         self.keyPath = keyPath
         self.unmanagedKeyPath = resolved.unmanagedKeyPath
         self.options = options
-        self.handler = handler
+        self.state = LockedState(State(handler: handler))
+        if case .links(let shape) = KeyPathShape(of: keyPath) {
+            self.shape = shape
+        } else {
+            self.shape = []
+        }
         let links = KeyPathRegistry.links(of: keyPath, on: root)
         if let optional = Value.self as? any OptionalValue.Type,
             links.last?.property.valueType != Value.self
@@ -69,10 +94,13 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         let chain = KeyPathChain(
             root: root, keyPath: keyPath, resolved: resolved, options: options, handler: handler)
         let links = KeyPathRegistry.links(of: keyPath, on: root)
-        guard links.count >= (chain.isOptionalChain ? 1 : 2), links[0].object === root else {
-            throw .unsupportedKeyPath
+        guard !links.isEmpty, links[0].object === root else {
+            throw KeyPathRegistry.refusal(keyPath, "it reads no observable property of the object")
         }
         root.kvoRegistrar.attach(root)
+        chain.rootRegistrar = root.kvoRegistrar
+        chain.rootDeathHandler.store(
+            root.kvoRegistrar.addDeathHandler { _ = chain.cancel() }, ordering: .relaxed)
         let headToken = try Engine.observe(
             object: Engine.address(root), key: links[0].property.key, options: [.prior],
             owner: nil, box: chain.makeStructuralBox())
@@ -82,7 +110,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         chain.replaceTail(root)
         if options.contains(.initial) {
             let new: Value? = options.contains(.new) ? root[keyPath: keyPath] : nil
-            chain.handler(
+            chain.handler?(
                 root,
                 ObservedChange(
                     kind: .setting, oldValue: nil, newValue: new, indexes: [], isPrior: false,
@@ -92,12 +120,13 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
     }
 
     /// Observes links 1..<n (structural ones with prior, the leaf with the user's options).
-    private func registerTail(_ links: [ProbeRecord]) -> [EngineToken] {
+    private func registerTail(_ links: [ProbeRecord], leafIsExact: Bool) -> [EngineToken] {
         var tokens: [EngineToken] = []
         for index in 1..<links.count {
             let link = links[index]
             (link.object as? any KeyValueObservable)?.kvoRegistrar.attach(link.object)
-            let isLeaf = index == links.count - 1 && link.property.valueType == leafType
+            let isLeaf =
+                leafIsExact && index == links.count - 1 && link.property.valueType == leafType
             let box = isLeaf ? makeLeafBox() : makeStructuralBox()
             let linkOptions: ObservingOptions =
                 isLeaf ? options.subtracting(.initial) : [.prior]
@@ -136,7 +165,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
                 options.contains(.old) || options.contains(.prior) ? root[keyPath: keyPath] : nil
             state.withLock { $0.pendingOld.append((thread, old)) }
             if options.contains(.prior) {
-                handler(
+                handler?(
                     root,
                     ObservedChange(
                         kind: .setting, oldValue: options.contains(.old) ? old : nil,
@@ -153,7 +182,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         }
         replaceTail(root)
         let new: Value? = options.contains(.new) ? root[keyPath: keyPath] : nil
-        handler(
+        handler?(
             root,
             ObservedChange(
                 kind: .setting, oldValue: options.contains(.old) ? old : nil, newValue: new,
@@ -165,7 +194,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
             Engine.unobserveDeferred(box.token)
             return
         }
-        handler(
+        handler?(
             root,
             ObservedChange(
                 kind: change.kind,
@@ -192,7 +221,9 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
                 return
             }
             let links = KeyPathRegistry.links(of: keyPath, on: root)
-            let fresh = !links.isEmpty && links[0].object === root ? registerTail(links) : []
+            let fresh =
+                !links.isEmpty && links[0].object === root
+                ? registerTail(links, leafIsExact: leafIsExact(links)) : []
             let (stale, installed): ([EngineToken], Bool) = state.withLock { state in
                 guard state.active else { return (fresh, true) }  // ended meanwhile
                 guard state.tailGeneration == generation else { return (fresh, false) }
@@ -207,15 +238,35 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
 
     /// Whether the chain still observes: not ended, and its root alive (a
     /// dead root's observations went with it).
+    /// Whether the last of `links` is the key path's own last component, whose
+    /// changes can be forwarded as they are. Not so for an optional chain
+    /// registered while a link was nil, if what lay past it turns out to be
+    /// a computed property: then every property it read is observed as a
+    /// structural link, and each change is read through the whole key path.
+    private func leafIsExact(_ links: [ProbeRecord]) -> Bool {
+        guard shape.count > 1, shape.contains(where: { $0.isOptionalChained }) else { return true }
+        KeyPathRegistry.learn(links)
+        if case .mismatch = KeyPathRegistry.chainMatch(links, shape, keyPath: keyPath) { return false }
+        return true
+    }
+
+    /// The user's handler, `nil` once the chain ended.
+    private var handler: (@Sendable (Root, ObservedChange<Value>) -> Void)? {
+        state.withLock { $0.handler }
+    }
+
     var isActive: Bool { state.withLock { $0.active } && root != nil }
 
     private func takeTokens() -> [EngineToken] {
-        state.withLock { state in
+        let handler = rootDeathHandler.exchange(0, ordering: .relaxed)
+        if handler != 0 { rootRegistrar?.removeDeathHandler(handler) }
+        return state.withLock { state in
             guard state.active else { return [] }
             state.active = false
             defer {
                 state.headToken = 0
                 state.tailTokens = []
+                state.handler = nil
             }
             return [state.headToken] + state.tailTokens
         }

@@ -1,25 +1,35 @@
 //
 // KeyPathRegistry.swift — from Swift key paths to engine keys.
 //
-// A user key path names a property only through the properties it reads.
-// Properties themselves are identified by their declaration (see
-// PropertyKey.swift). To resolve a user key path we probe
-// (KeyPathProbe.swift): read `object[keyPath: userKeyPath]` once while every
-// wrapper getter on the way records its property and the key path the
-// compiler wrote for it. Then:
-//   - a key path with a `!` link: refused before it is evaluated (it would
-//     trap whenever the link is nil; `?.` observes the same chain safely);
-//   - a key path declared in `dependentKeyPaths` (also through a subclass's
-//     root): a dependent key;
-//   - one record on the object itself whose key path is the user's: a property;
-//   - two or more records starting at the object whose key paths, appended,
-//     are the user's: a key-path chain (`\.account.name` reads `_account` on
-//     the document, then `_name` on the account);
-//   - an optional chain (`\.account?.name`), or a chain through an
-//     existential, whose components cannot be rebuilt to compare: its
-//     records must at least follow one another from object to object;
-//   - anything else, e.g. a computed property that reads wrapped properties:
-//     refused (reads alone cannot tell it from what it reads).
+// A key path is observable when it *is* a declared observable property
+// (`@Observed`/`@ObservedArray`, inherited too: `\Derived.name` names
+// `Base.name`), a declared dependent key, or a chain whose every link is one
+// of those. This is decided in three steps, the first two without running
+// any getter:
+//   1. the shape (KeyPathShape.swift): a `!` link is refused (it would trap
+//      on nil); a stored component (a plain `let`/`var`) is refused; what is
+//      left is computed components and `?` marks;
+//   2. the declarations (ObservableDeclarations.swift): each component's
+//      value type must be the value type of an observable property the class
+//      the previous link leads to declares, and every link but the last must
+//      lead to a `KeyValueObservable` class. A subscript of an array, an
+//      existential link, a computed property of a type no observable
+//      property has: refused here, never evaluated;
+//   3. the identity: only then is the key path read once while the wrapper
+//      getters on the way record their property and the key path the
+//      compiler wrote for it (KeyPathProbe.swift), and the user's key path
+//      must be exactly those key paths composed: compared with `==` after
+//      rerooting (for plain chains) or accessor by accessor (for optional
+//      chains, which cannot be rebuilt by appending). A computed property
+//      that reads an observable property of the same type is not it, and is
+//      refused.
+// A key path declared in `dependentKeyPaths` is a dependent key. A subclass
+// key path whose property the subclass overrides (`\Employee.name` with
+// `override var name { didSet { … } }`) reads the base property's storage
+// through the override: it is observed as a one-link chain, its values read
+// through the key path itself, so a callback always receives what the key
+// path reads.
+//
 // Results are cached per key path, under a lock, on the registration path
 // only. Cached key paths and `PropertyKey`s are kept for the life of the
 // process, which is what makes `ObservedChange.keyPath` safe to hand out at +0.
@@ -97,10 +107,10 @@ enum KeyPathRegistry {
             local._withUnsafeGuaranteedRef { $0.remember(keyPath, cached) }
             return cached
         }
-        guard let resolved = try classify(keyPath, on: object) else {
-            // Not cached: an optional chain may resolve once its links exist.
-            throw .unsupportedKeyPath
-        }
+        let (resolved, isFinal) = try classify(keyPath, on: object)
+        // An optional chain cut short by a nil link, whose links past it were
+        // never seen, is decided again next time: not cached.
+        guard isFinal else { return resolved }
         let interned = resolvedKeyPaths.withLock { resolvedKeyPaths in
             if let existing = resolvedKeyPaths[keyPath] { return existing }
             resolvedKeyPaths[keyPath] = resolved
@@ -110,45 +120,192 @@ enum KeyPathRegistry {
         return interned
     }
 
-    /// What `keyPath` is on `object`; `nil` if nothing observable.
+    /// What `keyPath` is on `object`, and whether that is final (cacheable).
     private static func classify<Root: KeyValueObservable, Value>(
         _ keyPath: KeyPath<Root, Value>, on object: Root
-    ) throws(KVOError) -> ResolvedKeyPath? {
-        if forceUnwraps(keyPath) { throw .forceUnwrappedKeyPath }
+    ) throws(KVOError) -> (ResolvedKeyPath, isFinal: Bool) {
+        let shape = KeyPathShape(of: keyPath)
+        if shape == .forceUnwrapped { throw .forceUnwrappedKeyPath }
         if let dependent = try Dependencies.dependentKey(for: keyPath, on: object) {
-            guard dependent.valueType == Value.self else { return nil }
-            return ResolvedKeyPath(kind: .dependent, keyPath: keyPath, key: dependent.key, property: nil)
+            guard dependent.valueType == Value.self else { throw refusal(keyPath, "its value type") }
+            let resolved = ResolvedKeyPath(
+                kind: .dependent, keyPath: keyPath, key: dependent.key, property: nil)
+            return (resolved, true)
         }
+        let links = try declaredLinks(of: keyPath, shape: shape)
         let records = Probe.run { _ = object[keyPath: keyPath] }
-        guard let first = records.first, first.object === object else { return nil }
-        if records.count == 1, denotes(records, keyPath) == true {
-            guard first.property.valueType == Value.self else { return nil }
-            return ResolvedKeyPath(
-                kind: .property, keyPath: keyPath, key: first.property.key, property: first.property)
+        learn(records)
+        guard let first = records.first, first.object === object else {
+            throw refusal(keyPath, "it reads no observable property of the object")
         }
-        let leafType = records.last!.property.valueType
-        if records.count >= 2,
-            denotes(records, keyPath) ?? (isLinked(records) && leafType == Value.self)
-        {
-            return ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil)
+        let chain = ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil)
+        if links.count == 1 {
+            guard records.count == 1, first.property.valueType == Value.self else {
+                throw refusal(keyPath, "a computed property, not an observable one")
+            }
+            if denotes(records, keyPath) == true {
+                let resolved = ResolvedKeyPath(
+                    kind: .property, keyPath: keyPath, key: first.property.key,
+                    property: first.property)
+                return (resolved, true)
+            }
+            // The subclass's own declaration of an inherited property: an
+            // override. Its values are read through it, as a one-link chain.
+            guard let declaring = first.property.declaringClass, Root.self != declaring,
+                isSubclass(Root.self, of: declaring)
+            else { throw refusal(keyPath, "a computed property, not an observable one") }
+            return (chain, true)
         }
-        if let optional = Value.self as? any OptionalValue.Type, isLinked(records),
-            leafType == optional.wrappedType || isOptionalObject(leafType)
-        {
-            // An optional chain (`\.account?.name`), possibly cut short by a nil link.
-            return ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil)
+        switch chainMatch(records, links, keyPath: keyPath) {
+        case .exact:
+            return (chain, true)
+        case .cutShort(let isKnown):
+            return (chain, isKnown)
+        case .mismatch(let index):
+            throw refusal(
+                keyPath,
+                "link \(index + 1) (\(links[index].valueTypeName)) is a computed property, "
+                    + "not an observable one")
         }
-        return nil
     }
 
-    /// Whether `keyPath` force-unwraps an optional (`\.account!.name`).
+    /// The links of `keyPath`, each checked against the declarations of the
+    /// class the previous link leads to, before anything is evaluated.
+    private static func declaredLinks(
+        of keyPath: AnyKeyPath, shape: KeyPathShape
+    ) throws(KVOError) -> [KeyPathLink] {
+        let links: [KeyPathLink]
+        switch shape {
+        case .links(let found): links = found
+        case .forceUnwrapped: throw .forceUnwrappedKeyPath
+        case .notObservable(let part):
+            throw refusal(keyPath, "`\(part)` is not an @Observed or @ObservedArray property")
+        }
+        var owner: Any.Type = type(of: keyPath).rootType
+        for (index, link) in links.enumerated() {
+            guard
+                let valueType = ObservableDeclarations.declares(
+                    owner, valueTypeNamed: link.valueTypeName)
+            else {
+                throw refusal(
+                    keyPath,
+                    "link \(index + 1) (\(link.valueTypeName)) is not an observable property "
+                        + "of \(_typeName(owner, qualified: false))")
+            }
+            guard index < links.count - 1 else { break }
+            var next = valueType
+            if link.isOptionalChained, let optional = valueType as? any OptionalValue.Type {
+                next = optional.wrappedType
+            }
+            guard next is any KeyValueObservable.Type else {
+                throw refusal(
+                    keyPath,
+                    "link \(index + 1) leads to \(_typeName(next, qualified: false)), "
+                        + "not a KeyValueObservable class")
+            }
+            owner = next
+        }
+        return links
+    }
+
+    /// The observable property of `object` that `keyPath` is, if it is one
+    /// (not a chain, a computed property or a dependent key): what a
+    /// dependent key's source must be. Evaluates `keyPath` only once its
+    /// shape and declarations say it can be nothing but such a property.
+    static func property(_ keyPath: AnyKeyPath, of object: AnyObject) -> PropertyKey? {
+        let shape = KeyPathShape(of: keyPath)
+        guard case .links(let links) = shape, links.count == 1,
+            (try? declaredLinks(of: keyPath, shape: shape)) != nil
+        else { return nil }
+        let records = Probe.run { _ = (object as Any)[keyPath: keyPath] }
+        guard records.count == 1, records[0].object === object, denotes(records, keyPath) == true
+        else { return nil }
+        return records[0].property
+    }
+
+    /// `.unsupportedKeyPath`, naming the key path and what is wrong with it.
+    static func refusal(_ keyPath: AnyKeyPath, _ reason: String) -> KVOError {
+        KVOError(.unsupportedKeyPath, detail: "\(spelling(of: keyPath)): \(reason)")
+    }
+
+    private static func isSubclass(_ type: Any.Type, of ancestor: AnyClass) -> Bool {
+        var current: AnyClass? = type as? AnyClass
+        while let candidate = current {
+            if candidate == ancestor { return true }
+            current = _getSuperclass(candidate)
+        }
+        return false
+    }
+
+    /// How the records of a chain's reading compare with its links.
+    enum ChainMatch {
+        /// Every link is the property recorded for it.
+        case exact
+        /// The records match every link up to a nil optional link; `isKnown`
+        /// when the links past it are accessors of properties seen before.
+        case cutShort(isKnown: Bool)
+        /// Link `index` is not the property read there.
+        case mismatch(index: Int)
+    }
+
+    /// Whether the properties recorded while reading a chain are its links.
     ///
-    /// Checked without evaluating the key path, which would trap on a nil
-    /// link: the standard library's description of a key path spells each
-    /// component, and only a force-unwrap component as `!` (property and
-    /// type names cannot contain one; subscript arguments are not printed).
-    private static func forceUnwraps(_ keyPath: AnyKeyPath) -> Bool {
-        keyPath.debugDescription.contains("!")
+    /// A chain without `?` is compared whole with ``denotes(_:_:)`` (`==`
+    /// after rerooting, so a subclass-typed link names its base property).
+    /// An optional chain cannot be rebuilt by appending: it is compared link
+    /// by link, by accessor, and a nil link may cut the reading short.
+    static func chainMatch(
+        _ records: [ProbeRecord], _ links: [KeyPathLink], keyPath: AnyKeyPath
+    ) -> ChainMatch {
+        guard links.contains(where: \.isOptionalChained) else {
+            guard records.count == links.count else {
+                return .mismatch(index: min(records.count, links.count - 1))
+            }
+            return denotes(records, keyPath) == true ? .exact : .mismatch(index: links.count - 1)
+        }
+        guard records.count <= links.count else { return .mismatch(index: links.count - 1) }
+        for (index, record) in records.enumerated()
+        where KeyPathShape.singleLink(of: record.keyPath)?.accessor != links[index].accessor {
+            return .mismatch(index: index)
+        }
+        guard isLinked(records) else { return .mismatch(index: records.count - 1) }
+        guard records.count < links.count else { return .exact }
+        let cut = records[records.count - 1]
+        guard links[records.count - 1].isOptionalChained,
+            let cutValue = (cut.object as Any)[keyPath: cut.keyPath],
+            Mirror(reflecting: cutValue).displayStyle == .optional,
+            Mirror(reflecting: cutValue).children.isEmpty  // nil
+        else { return .mismatch(index: records.count) }
+        let isKnown = learnedAccessors.withLock { learned in
+            links[records.count...].allSatisfy { learned[$0.accessor] != nil }
+        }
+        return .cutShort(isKnown: isKnown)
+    }
+
+    /// The accessors of observable properties recorded so far (each
+    /// property's own key path's one component), and their properties: what a
+    /// link past a nil optional link is checked against when there is no
+    /// object to read, and how a key path is spelled by name.
+    private static let learnedAccessors = LockedState([UInt: PropertyKey]())
+
+    /// Files the accessors of `records`' properties (registration path).
+    static func learn(_ records: [ProbeRecord]) {
+        let learned = records.compactMap { record in
+            KeyPathShape.singleLink(of: record.keyPath).map { ($0.accessor, record.property) }
+        }
+        learnedAccessors.withLock { $0.merge(learned) { first, _ in first } }
+    }
+
+    /// `keyPath` spelled with the names of its properties (`\Folder.account?.name`)
+    /// where they are known, and each other component by its value type
+    /// (`\Doc.pages.<String>`): for descriptions and refusals.
+    static func spelling(of keyPath: AnyKeyPath) -> String {
+        let root = "\\" + _typeName(type(of: keyPath).rootType, qualified: false)
+        guard case .links(let links) = KeyPathShape(of: keyPath) else { return keyPath.debugDescription }
+        let names = learnedAccessors.withLock { learned in links.map { learned[$0.accessor]?.name } }
+        return zip(links, names).reduce(root) { text, link in
+            text + "." + (link.1 ?? "<\(link.0.valueTypeName)>") + (link.0.isOptionalChained ? "?" : "")
+        }
     }
 
     /// Resolved key paths seen by one thread (bounded): by key path identity
@@ -257,12 +414,6 @@ enum KeyPathRegistry {
         zip(records, records.dropFirst()).allSatisfy { link, next in
             ((link.object as Any)[keyPath: link.keyPath] as? AnyObject) === next.object
         }
-    }
-
-    /// Whether `type` is `Optional<some class>` (a link that may cut a chain short).
-    private static func isOptionalObject(_ type: Any.Type) -> Bool {
-        guard let optional = type as? any OptionalValue.Type else { return false }
-        return optional.wrappedType is AnyObject.Type
     }
 
     /// The properties read when evaluating `keyPath` on `object`, in order.

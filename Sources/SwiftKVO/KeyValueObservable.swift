@@ -49,11 +49,27 @@ public protocol KeyValueObservable: AnyObject, SendableMetatype {
     /// Computed keys and the keys they are computed from (default: none).
     /// Both sides are key paths rooted in the declaring class.
     static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { get }
+
+    /// The observable keys by name, for key-value coding (default: none):
+    /// each `@Observed`/`@ObservedArray` property and declared dependent key
+    /// under its name, as a key path rooted in the declaring class
+    /// (`["name": \Account.name, "balance": \Account.balance]`). The
+    /// `@KeyValueObservable` macro writes it; a hand-written class declares it
+    /// to be reached by name.
+    static var observableKeyPaths: [String: AnyKeyPath] { get }
+
+    /// Whether Swift's Observation module can observe the class too: `true`
+    /// for an ``ObservationBridged`` class, `false` otherwise. Never implement
+    /// it yourself: conform to ``ObservationBridged``.
+    static var isObservationBridged: Bool { get }
 }
 
 extension KeyValueObservable {
     /// No dependent keys.
     public static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { [:] }
+
+    /// No keys by name.
+    public static var observableKeyPaths: [String: AnyKeyPath] { [:] }
 }
 
 /// Removes every observation of its owner when the owner deinitializes.
@@ -69,8 +85,19 @@ public final class KVORegistrar: Sendable {
     /// The owner's address, stored when it is first observed (0 until then).
     @usableFromInline
     let ownerAddress = Atomic<UInt>(0)
-    private let deathHandlers = LockedState<[UInt64: @Sendable () -> Void]>([:])
-    private let nextHandlerID = Atomic<UInt64>(1)
+    /// Handlers to run at the owner's death, and the next handler's id (kept
+    /// under the lock, so the registrar stays the size it was with the word
+    /// below).
+    private let deathHandlers = LockedState<(handlers: [UInt64: @Sendable () -> Void], nextID: UInt64)>(
+        ([:], 1))
+    /// An `OwnerLiveness` (the bits of an `Unmanaged`, which the registrar
+    /// holds until it deinitializes), or 0: told of the owner's death, for
+    /// the tokens of its observations; made for the first of them, so an
+    /// owner never observed through a token has none. (A plain atomic word,
+    /// not `AtomicLazyReference`, whose unspecialized `load()` cost hundreds
+    /// of instructions per registration.)
+    @usableFromInline
+    let livenessBits = Atomic<UInt>(0)
 
     /// Creates a registrar for the object that stores it.
     public init() {}
@@ -93,23 +120,62 @@ public final class KVORegistrar: Sendable {
         }
     }
 
+    /// The owner's liveness, which its observations' tokens keep (see
+    /// ``ObjectObservationToken``); made on first use, then the same object.
+    /// Unretained: the registrar holds it until it deinitializes, so a
+    /// caller that may outlive the registrar holds it too (`hold()`).
+    @inlinable @inline(__always)
+    func ownerLiveness() -> Unmanaged<OwnerLiveness> {
+        // Acquiring: the liveness object's initialization happens before.
+        let bits = livenessBits.load(ordering: .acquiring)
+        if bits != 0 { return Self.liveness(bits) }
+        return makeOwnerLiveness()
+    }
+
+    /// The first call of ``ownerLiveness()``: makes the object.
+    @usableFromInline @inline(never)
+    func makeOwnerLiveness() -> Unmanaged<OwnerLiveness> {
+        let created = Unmanaged.passRetained(OwnerLiveness())
+        let (stored, current) = livenessBits.compareExchange(
+            expected: 0, desired: UInt(bitPattern: created.toOpaque()), ordering: .acquiringAndReleasing)
+        if stored { return created }
+        OwnerLiveness.letGo(created)  // another thread's came first
+        return Self.liveness(current)
+    }
+
+    @inlinable @inline(__always)
+    static func liveness(_ bits: UInt) -> Unmanaged<OwnerLiveness> {
+        Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+    }
+
     /// Runs `handler` when the owner dies; returns an id for ``removeDeathHandler(_:)``.
     func addDeathHandler(_ handler: @escaping @Sendable () -> Void) -> UInt64 {
-        let id = nextHandlerID.add(1, ordering: .relaxed).oldValue
-        deathHandlers.withLock { $0[id] = handler }
-        return id
+        deathHandlers.withLock { state in
+            let id = state.nextID
+            state.nextID += 1
+            state.handlers[id] = handler
+            return id
+        }
     }
 
     func removeDeathHandler(_ id: UInt64) {
-        _ = deathHandlers.withLock { $0.removeValue(forKey: id) }
+        _ = deathHandlers.withLock { $0.handlers.removeValue(forKey: id) }
     }
 
     deinit {
         let address = ownerAddress.load(ordering: .relaxed)
         if address != 0 { Engine.unobserveObject(address: address) }
-        let handlers = deathHandlers.withLock { handlers in
-            defer { handlers = [:] }
-            return Array(handlers.values)
+        // After the removal: a token that reads the owner dead finds nothing
+        // left to invalidate.
+        let bits = livenessBits.load(ordering: .acquiring)
+        if bits != 0 {
+            let liveness = Self.liveness(bits)
+            liveness._withUnsafeGuaranteedRef { $0.ownerDied() }
+            OwnerLiveness.letGo(liveness)
+        }
+        let handlers = deathHandlers.withLock { state in
+            defer { state.handlers = [:] }
+            return Array(state.handlers.values)
         }
         for handler in handlers { handler() }
     }
@@ -129,7 +195,9 @@ extension KeyValueObservable {
     ///     and moves the observation to the new account; optional links such
     ///     as `\.account?.name` are followed while they are non-nil). A
     ///     computed property that reads observed properties is none of these
-    ///     unless declared in ``dependentKeyPaths``, and is refused.
+    ///     unless declared in ``dependentKeyPaths``, and is refused; so are
+    ///     subscripts and links through structs or existentials, decided
+    ///     from the declarations without evaluating the key path.
     ///   - options: What the changes carry and whether an initial and prior
     ///     notifications are delivered (``ObservingOptions``).
     ///   - changeHandler: Called synchronously on the thread that made the
@@ -142,7 +210,8 @@ extension KeyValueObservable {
     /// - Returns: The observation. Keep it: the observation ends when it is
     ///   invalidated or deinitialized. The observed object is not retained.
     /// - Throws: ``KVOError/unsupportedKeyPath`` for a key path SwiftKVO
-    ///   cannot observe, ``KVOError/forceUnwrappedKeyPath`` for one with a
+    ///   cannot observe (its ``KVOError/detail`` names the part at fault),
+    ///   ``KVOError/forceUnwrappedKeyPath`` for one with a
     ///   `!` link, ``KVOError/dependencyCycle`` for a dependent key computed
     ///   from itself, ``KVOError/outOfMemory``. Nothing is registered then,
     ///   and `changeHandler` is never called.

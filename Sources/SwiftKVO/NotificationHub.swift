@@ -56,6 +56,12 @@ public struct NotificationHub: Sendable {
     /// looks the name up lock-free and stops there if nobody ever observed it.
     /// So names that are only posted leave nothing behind, and the engine's
     /// key table grows by the distinct names ever observed, never by posts.
+    ///
+    /// Names of any length work. One over 1,011 UTF-8 bytes (too long for
+    /// the engine's 1,024-byte key names with the hub's prefix) is mapped, by
+    /// its exact bytes, to a short engine name: registering and posting such
+    /// a name take a lock of the hub for that lookup, and allocate nothing
+    /// more on a post.
     public struct Name: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral {
         /// The name's string.
         public let rawValue: String
@@ -82,6 +88,16 @@ public struct NotificationHub: Sendable {
     /// Does not own the registration: discarding it changes nothing.
     public struct Registration: Hashable, Sendable {
         let token: EngineToken
+    }
+
+    /// What ``registrations(of:)`` reports of one registration.
+    public struct ObserverRegistration: Hashable, Sendable {
+        /// The registration, for ``removeObserver(_:)-(Registration)``.
+        public let registration: Registration
+        /// The notification name it listens to.
+        public let name: Name
+        /// Whether it listens to one sender only (`false`: any sender).
+        public let filtersSender: Bool
     }
 
     /// One registration in the hub's table: its name's key and its sender
@@ -228,7 +244,13 @@ public struct NotificationHub: Sendable {
     ///
     /// - Parameters:
     ///   - name: The notification name.
-    ///   - object: The sender to listen to; `nil` for every sender.
+    ///   - object: The sender to listen to; `nil` for every sender. Not
+    ///     retained. A ``KeyValueObservable`` sender removes the registration
+    ///     when it deinitializes (the token's ``ObservationToken/isValid``
+    ///     turns `false`). Any other sender does not: the registration stays
+    ///     (never called again) until the token is invalidated, keeping the
+    ///     dead sender's memory allocated, as for
+    ///     ``addObserver(_:name:object:using:)``.
     ///   - block: Called synchronously on the posting thread.
     /// - Throws: ``KVOError/outOfMemory`` when the engine cannot register it
     ///   (nothing is registered then, and `block` is never called).
@@ -238,7 +260,11 @@ public struct NotificationHub: Sendable {
     ) throws(KVOError) -> ObservationToken {
         let sender = Sender(object)
         let box = HubTokenObservation(pinnedSender: Self.pin(sender), block: block)
-        return ObservationToken(engineToken: try register(box, name: name, sender: sender).0.token)
+        let token = try register(box, name: name, sender: sender).0.token
+        // A KeyValueObservable sender's death removes the registration: the
+        // token watches for it. Any other registration lasts until invalidated.
+        guard let observable = sender.observable else { return ObservationToken(engineToken: token) }
+        return ObjectObservationToken(engineToken: token, liveness: observable.kvoRegistrar.ownerLiveness())
     }
 
     // MARK: Posting
@@ -288,6 +314,26 @@ public struct NotificationHub: Sendable {
         // its registrations: removed, not counted.
         for token in dead { Engine.unobserve(token) }
         return entries.count { Engine.unobserve($0.registration.token) == nil }
+    }
+
+    /// The registrations `observer` has with the hub (those added with
+    /// ``addObserver(_:name:object:using:)``; token-style ones belong to their
+    /// tokens), in the order they were added.
+    ///
+    /// Takes the hub's registration lock for a moment; posts never take it,
+    /// so notification is never held up. O(the observer's registrations).
+    public func registrations(of observer: AnyObject) -> [ObserverRegistration] {
+        let address = Engine.address(of: observer)
+        let entries: [Entry] = Self.table.withLock { table in
+            guard let filed = table.entries[address], filed.observer === observer else { return [] }
+            return filed.entries
+        }
+        return entries.compactMap { entry in
+            Name(engineKey: entry.key).map {
+                ObserverRegistration(
+                    registration: entry.registration, name: $0, filtersSender: entry.objectAddress != 0)
+            }
+        }
     }
 
     /// Removes `observer`'s registrations for `name` — from `object` only, or

@@ -85,10 +85,17 @@ public struct Observed<Value> {
                     offset: { Engine.offset(of: storageKeyPath, in: object) },
                     keyPath: { wrappedKeyPath })
             }
+            if Object.isObservationBridged { ObservationBridge.make(.access, object, { wrappedKeyPath }) }
             return object[keyPath: storageKeyPath].storage
         }
         @inline(__always) set {
             let state = object[keyPath: storageKeyPath].state
+            if Object.isObservationBridged {
+                ObservationBridge.make(.willSet, object, { wrappedKeyPath })
+                notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
+                ObservationBridge.make(.didSet, object, { wrappedKeyPath })
+                return
+            }
             // Fast path: resolved, automatic, no dependents, nobody observing
             // the key on any object (the key's probe: one load, no call).
             // Kept this small so that it inlines into loops; an object never

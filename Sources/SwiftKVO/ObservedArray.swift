@@ -68,10 +68,17 @@ public struct ObservedArray<Element> {
                     offset: { Engine.offset(of: storageKeyPath, in: object) },
                     keyPath: { wrappedKeyPath })
             }
+            if Object.isObservationBridged { ObservationBridge.make(.access, object, { wrappedKeyPath }) }
             return object[keyPath: storageKeyPath].storage
         }
         @inline(__always) set {
             let state = object[keyPath: storageKeyPath].state
+            if Object.isObservationBridged {
+                ObservationBridge.make(.willSet, object, { wrappedKeyPath })
+                notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
+                ObservationBridge.make(.didSet, object, { wrappedKeyPath })
+                return
+            }
             // Fast path: resolved, automatic, no dependents, nobody observing
             // the key on any object (the key's probe: one load, no call).
             // Kept this small so that it inlines into loops; an object never
@@ -96,58 +103,7 @@ extension ObservedArray: NotifyingStorage {
     static func storageAccess<Object: KeyValueObservable>(
         in _: Object.Type, offset: Int
     ) -> AnyObject? {
-        ArrayStorageAccess<Object, Element>(offset: offset)
-    }
-}
-
-/// Raw access to an `@ObservedArray`'s storage, type-erased over the declaring class.
-@usableFromInline
-class ArrayStorageAccessBase<Element>: @unchecked Sendable {
-    func modify(_ object: AnyObject, _ body: (inout [Element]) -> Void) { fatalError("abstract") }
-    func read(_ object: AnyObject) -> [Element] { fatalError("abstract") }
-    /// The setter state (resolving the key on first use).
-    func state(_ object: AnyObject) -> UInt64 { fatalError("abstract") }
-}
-
-@usableFromInline
-final class ArrayStorageAccess<Object: KeyValueObservable, Element>: ArrayStorageAccessBase<Element>,
-    @unchecked Sendable
-{
-    /// Byte offset of the `ObservedArray<Element>` storage in an `Object`.
-    let offset: Int
-
-    @usableFromInline
-    init(offset: Int) {
-        self.offset = offset
-    }
-
-
-    /// The wrapper inside `object` (registration and mutator paths only).
-    private func wrapper(_ object: AnyObject) -> UnsafeMutablePointer<ObservedArray<Element>> {
-        UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
-            .advanced(by: offset)
-            .assumingMemoryBound(to: ObservedArray<Element>.self)
-    }
-
-    override func modify(_ object: AnyObject, _ body: (inout [Element]) -> Void) {
-        withExtendedLifetime(object) { body(&wrapper(object).pointee.storage) }
-    }
-
-    override func read(_ object: AnyObject) -> [Element] {
-        withExtendedLifetime(object) { wrapper(object).pointee.storage }
-    }
-
-    override func state(_ object: AnyObject) -> UInt64 {
-        withExtendedLifetime(object) {
-            var state = wrapper(object).pointee.state
-            if state & (SetterState.resolved | SetterState.manual) == 0 {
-                state = SetterState.resolve(
-                    unsafeDowncast(object, to: Object.self), storage: ObservedArray<Element>.self,
-                    offset: offset)
-                wrapper(object).pointee.state = state
-            }
-            return state
-        }
+        StorageAccess<Object, ObservedArray<Element>>(offset: offset)
     }
 }
 
@@ -159,15 +115,34 @@ final class ArrayStorageAccess<Object: KeyValueObservable, Element>: ArrayStorag
 /// synchronously on the calling thread. Out-of-range indexes are a no-op that
 /// returns `false` / `nil` (never a crash).
 ///
+/// ## Observers that change the array first
+/// Callbacks may change values, so a prior observer (of the array, or of a
+/// dependent key computed from it) may change the array before the mutation
+/// is made. The mutator therefore checks its indexes twice: before the prior
+/// notifications, against the array they describe, and again after them,
+/// against the array it is about to change.
+/// - Still in range: the mutation is made on the array as it is then, and
+///   the change announced after it says what was done (the elements actually
+///   removed or replaced), which may differ from what the prior
+///   notification announced.
+/// - Out of range now: nothing is changed and the call returns `false` /
+///   `nil`. The prior notification already delivered is still answered, so
+///   no observer is left waiting for the change it announced: observers of
+///   the array receive a ``ChangeKind/setting`` whose old and new values are
+///   both the array as it is (no indexes), and observers of dependent keys
+///   the values read after the call, as for any change.
+/// Nothing is announced for a call found out of range before any prior
+/// notification went out.
+///
 /// If the key path is not an `@ObservedArray` property, the mutator falls back
 /// to assigning the whole array through the key path (a ``ChangeKind/setting``
 /// if the property is `@Observed`).
 public struct ObservedArrayMutator<Object: KeyValueObservable, Element> {
     let object: Object
     let keyPath: ReferenceWritableKeyPath<Object, [Element]>
-    let access: ArrayStorageAccessBase<Element>?
+    let access: StorageAccessBase<[Element]>?
 
-    init(object: Object, keyPath: ReferenceWritableKeyPath<Object, [Element]>, access: ArrayStorageAccessBase<Element>?) {
+    init(object: Object, keyPath: ReferenceWritableKeyPath<Object, [Element]>, access: StorageAccessBase<[Element]>?) {
         self.object = object
         self.keyPath = keyPath
         self.access = access
@@ -190,48 +165,55 @@ public struct ObservedArrayMutator<Object: KeyValueObservable, Element> {
     }
 
     /// Inserts `element` at `index` (`0...count`). Returns `false`, changing
-    /// nothing, for an index out of range.
+    /// nothing, for an index out of range — also when a prior observer made
+    /// it so (see "Observers that change the array first").
     @discardableResult
     public func insert(_ element: Element, at index: Int) -> Bool {
         insert(contentsOf: [element], at: index)
     }
 
     /// Inserts `elements` starting at `index` (`0...count`). Returns `false`,
-    /// changing nothing, for an index out of range.
+    /// changing nothing, for an index out of range — also when a prior
+    /// observer made it so (see "Observers that change the array first").
     @discardableResult
     public func insert(contentsOf elements: [Element], at index: Int) -> Bool {
-        guard index >= 0, index <= count else { return false }
-        if elements.isEmpty { return true }
-        let indexes = Array(index..<(index + elements.count))
-        mutate(kind: .insertion, indexes: indexes, old: nil, new: elements) {
-            $0.insert(contentsOf: elements, at: index)
-        }
-        return true
+        if elements.isEmpty { return index >= 0 && index <= count }
+        return perform { current in
+            guard index >= 0, index <= current.count else { return nil }
+            return Edit(
+                kind: .insertion, indexes: Array(index..<(index + elements.count)), old: nil,
+                new: elements
+            ) { $0.insert(contentsOf: elements, at: index) }
+        } != nil
     }
 
-    /// Removes and returns the element at `index`; `nil`, changing nothing, when out of range.
+    /// Removes and returns the element at `index`; `nil`, changing nothing,
+    /// when out of range — also when a prior observer made it so (see
+    /// "Observers that change the array first"). The element returned is the
+    /// one removed, read when the removal is made.
     @discardableResult
     public func remove(at index: Int) -> Element? {
-        let current = elements
-        guard index >= 0, index < current.count else { return nil }
-        let removed = current[index]
-        mutate(kind: .removal, indexes: [index], old: [removed], new: nil) { $0.remove(at: index) }
-        return removed
+        perform { current in
+            guard index >= 0, index < current.count else { return nil }
+            return Edit(kind: .removal, indexes: [index], old: [current[index]], new: nil) {
+                $0.remove(at: index)
+            }
+        }?.old?.first
     }
 
     /// Removes the elements at `indexes` (any order, duplicates ignored). Returns
-    /// `false`, changing nothing, if any index is out of range.
+    /// `false`, changing nothing, if any index is out of range — also when a
+    /// prior observer made it so (see "Observers that change the array first").
     @discardableResult
     public func remove(at indexes: [Int]) -> Bool {
-        let current = elements
         let sorted = Array(Set(indexes)).sorted()
-        guard sorted.allSatisfy({ $0 >= 0 && $0 < current.count }) else { return false }
         if sorted.isEmpty { return true }
-        let removed = sorted.map { current[$0] }
-        mutate(kind: .removal, indexes: sorted, old: removed, new: nil) { array in
-            for index in sorted.reversed() { array.remove(at: index) }
-        }
-        return true
+        return perform { current in
+            guard sorted.allSatisfy({ $0 >= 0 && $0 < current.count }) else { return nil }
+            return Edit(kind: .removal, indexes: sorted, old: sorted.map { current[$0] }, new: nil) {
+                for index in sorted.reversed() { $0.remove(at: index) }
+            }
+        } != nil
     }
 
     /// Removes every element (one removal of all indexes; nothing when already empty).
@@ -245,40 +227,109 @@ public struct ObservedArrayMutator<Object: KeyValueObservable, Element> {
         remove(at: count - 1)
     }
 
-    /// Replaces the element at `index`. Returns `false`, changing nothing, when out of range.
+    /// Replaces the element at `index`. Returns `false`, changing nothing,
+    /// when out of range — also when a prior observer made it so (see
+    /// "Observers that change the array first").
     @discardableResult
     public func replace(at index: Int, with element: Element) -> Bool {
-        let current = elements
-        guard index >= 0, index < current.count else { return false }
-        mutate(kind: .replacement, indexes: [index], old: [current[index]], new: [element]) {
-            $0[index] = element
-        }
-        return true
+        perform { current in
+            guard index >= 0, index < current.count else { return nil }
+            return Edit(kind: .replacement, indexes: [index], old: [current[index]], new: [element]) {
+                $0[index] = element
+            }
+        } != nil
     }
 
-    private func mutate(
-        kind: ChangeKind, indexes: [Int], old: [Element]?, new: [Element]?,
-        _ body: (inout [Element]) -> Void
-    ) {
+    /// One mutation as planned against a given array: what it announces and
+    /// how it is made. `apply` is valid only on that array (its indexes were
+    /// checked against it).
+    private struct Edit {
+        let kind: ChangeKind
+        let indexes: [Int]
+        let old: [Element]?
+        let new: [Element]?
+        let apply: (inout [Element]) -> Void
+    }
+
+    /// Plans the mutation against the array as it is, announces it and makes
+    /// it; returns the edit made, `nil` if `plan` found it out of range.
+    ///
+    /// `plan` is asked again right before the change, on the array it is
+    /// applied to — after every callback the announcement runs — so an edit is
+    /// only ever applied to the array its indexes were checked against.
+    private func perform(_ plan: ([Element]) -> Edit?) -> Edit? {
+        guard Object.isObservationBridged else { return announcedPerform(plan) }
+        ObservationBridge.make(.willSet, object, { keyPath })
+        defer { ObservationBridge.make(.didSet, object, { keyPath }) }
+        return announcedPerform(plan)
+    }
+
+    private func announcedPerform(_ plan: ([Element]) -> Edit?) -> Edit? {
         guard let access else {
             var copy = object[keyPath: keyPath]
-            body(&copy)
+            guard let edit = plan(copy) else { return nil }
+            edit.apply(&copy)
             object[keyPath: keyPath] = copy
-            return
+            return edit
         }
         let state = access.state(object)
-        if state & SetterState.manual != 0 {
-            access.modify(object, body)
-            return
+        // Automatic notification off, or a key the engine could not intern
+        // (nothing can observe it): change without announcing.
+        guard state & SetterState.manual == 0, state & SetterState.resolved != 0 else {
+            return Self.apply(plan, through: access, to: object)
         }
-        ChangeAnnouncement.perform(on: object, state: state) {
-        } announce: { prior, key, address, _ in
+        // Out of range before anybody heard of it: nothing to announce.
+        guard plan(access.read(object)) != nil else { return nil }
+        let key = SetterState.key(state)
+        let probe = SetterState.probe(state)
+        // Dependent keys hear first (their prior observers may change the
+        // array), and always hear the end of the change, made or not.
+        let dependents =
+            state & SetterState.hasDependents != 0 ? Dependencies.willChange(of: key, on: object) : nil
+        defer { if let dependents { Dependencies.didChange(dependents) } }
+        guard Engine.hasObservers(probe) else { return Self.apply(plan, through: access, to: object) }
+        let address = Engine.address(object)
+        if Engine.hasPriorObservers(probe) {
+            // Planned again: a dependent key's prior observer may have changed the array.
+            guard let announced = plan(access.read(object)) else { return nil }
             Engine.announce(
-                prior: prior, object: address, key: key, kind: kind, old: old,
-                new: prior ? nil : new, indexes: indexes)
-        } change: {
-            access.modify(object, body)
+                prior: true, object: address, key: key, kind: announced.kind, old: announced.old,
+                new: nil as [Element]?, indexes: announced.indexes)
+            guard let edit = Self.apply(plan, through: access, to: object) else {
+                // The prior observers left the indexes out of range: nothing
+                // changes, and the pair opened above is closed with the array
+                // as it stands.
+                let current = access.read(object)
+                Engine.announce(
+                    prior: false, object: address, key: key, kind: .setting, old: current,
+                    new: current, indexes: [])
+                return nil
+            }
+            Self.announce(edit, object: address, key: key)
+            return edit
         }
+        guard let edit = Self.apply(plan, through: access, to: object) else { return nil }
+        Self.announce(edit, object: address, key: key)
+        return edit
+    }
+
+    /// Plans against the stored array and applies the edit in the same access.
+    private static func apply(
+        _ plan: ([Element]) -> Edit?, through access: StorageAccessBase<[Element]>, to object: Object
+    ) -> Edit? {
+        var made: Edit?
+        access.modify(object) { array in
+            made = plan(array)
+            made?.apply(&array)
+        }
+        return made
+    }
+
+    /// Announces the did-change of `edit`.
+    private static func announce(_ edit: Edit, object: UnsafeRawPointer, key: EngineKey) {
+        Engine.announce(
+            prior: false, object: object, key: key, kind: edit.kind, old: edit.old, new: edit.new,
+            indexes: edit.indexes)
     }
 }
 
@@ -293,7 +344,7 @@ extension KeyValueObservable {
         _ keyPath: ReferenceWritableKeyPath<Self, [Element]>
     ) -> ObservedArrayMutator<Self, Element> {
         let resolved = try? KeyPathRegistry.resolve(keyPath, on: self)
-        let access = resolved?.property?.storageAccess as? ArrayStorageAccessBase<Element>
+        let access = resolved?.property?.storageAccess as? StorageAccessBase<[Element]>
         return ObservedArrayMutator(object: self, keyPath: keyPath, access: access)
     }
 }

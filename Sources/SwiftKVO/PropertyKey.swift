@@ -13,9 +13,18 @@
 //   - one property never has two keys, whichever initializer (or none)
 //     assigned its wrapper;
 //   - `\Derived.name` and `\Base.name` reach the one key of `Base.name`.
-// The engine key's name carries the declaring class's metatype address, so
-// two classes that print alike (private or local classes of one name) never
-// share a key either.
+// The engine key's name starts with the declaring class's metatype address
+// and the offset, so two classes that print alike (private or local classes
+// of one name) never share a key either; the class and value type names
+// follow only as a bounded, readable prefix (EngineKeyName.swift), so no
+// declaration — however long its types' names — makes a name the engine
+// refuses.
+//
+// Interning can then fail only when the engine is out of memory. The
+// property still gets its (immortal) `PropertyKey`, with key 0: its setters
+// store without notifying (key 0's probe reads no observers) and never trap,
+// and registering an observation of it throws `KVOError.outOfMemory`
+// (`Engine.observe`).
 //
 // Interning takes the registry's lock only to look up and file entries; the
 // engine is called outside it (`ckvo_key_intern` is a writer call), so no
@@ -34,12 +43,24 @@ final class PropertyKey: @unchecked Sendable {  // immutable after init
     let probe: EngineProbe
     /// The wrapped value's type: the only type a change of this key carries.
     let valueType: Any.Type
-    /// For `@ObservedArray` properties: raw access to the array storage
-    /// (an `ArrayStorageAccess<Declaring, Element>`).
+    /// For `@ObservedArray` and `@ObservedSet` properties: raw access to the storage
+    /// (a `StorageAccess<Declaring, Storage>`).
     let storageAccess: AnyObject?
+    /// The class that declares the property.
+    let declaringClass: AnyClass?
+    /// The property's name, as declared (`balance` for `@Observed var balance`).
+    let name: String
 
-    fileprivate init(key: EngineKey, valueType: Any.Type, storageAccess: AnyObject?) {
+    fileprivate init(
+        key: EngineKey, valueType: Any.Type, storageAccess: AnyObject?, declaringClass: AnyClass,
+        offset: Int
+    ) {
         self.key = key
+        self.declaringClass = declaringClass
+        self.name =
+            ObservableDeclarations.of(declaringClass).first {
+                $0.declaringClass == declaringClass && $0.offset == offset
+            }?.name ?? "+\(offset)"
         self.probe = Engine.probe(of: key)
         self.valueType = valueType
         self.storageAccess = storageAccess
@@ -64,15 +85,12 @@ enum PropertyRegistry {
     ) -> PropertyKey {
         let declaration = Declaration(declaringClass: ObjectIdentifier(Object.self), offset: offset)
         if let existing = properties.withLock({ $0[declaration] }) { return existing }
-        let name =
-            "swift:\(String(reflecting: Object.self))@"
-            + String(UInt(bitPattern: declaration.declaringClass), radix: 16)
-            + "+\(offset):\(String(reflecting: Storage.Value.self))"
-        let key = Engine.intern(name)
-        precondition(key != 0, "SwiftKVO: could not intern key \(name) (out of memory)")
+        let key = Engine.intern(
+            EngineKeyName.property(declaredBy: Object.self, offset: offset, valueType: Storage.Value.self))
         let property = PropertyKey(
             key: key, valueType: Storage.Value.self,
-            storageAccess: Storage.storageAccess(in: Object.self, offset: offset))
+            storageAccess: Storage.storageAccess(in: Object.self, offset: offset),
+            declaringClass: Object.self, offset: offset)
         return properties.withLock { properties in
             if let existing = properties[declaration] { return existing }
             properties[declaration] = property

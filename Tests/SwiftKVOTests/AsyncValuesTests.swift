@@ -134,3 +134,66 @@ private func isObservedAnywhere<Root: KeyValueObservable, Value>(
 ) -> Bool {
     Engine.hasObservers(Engine.probe(of: try! KeyPathRegistry.resolve(keyPath, on: object).key))
 }
+
+// MARK: - Collections (issue #19 item 2)
+
+/// An `@ObservedArray` of its own, and a holder to reach it through a chain.
+private final class Mailbox: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @ObservedArray var messages: [String]
+    init(_ messages: [String]) { self.messages = messages }
+}
+
+private final class PostOffice: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var mailbox: Mailbox
+    init(_ mailbox: Mailbox) { self.mailbox = mailbox }
+}
+
+extension AsyncValuesTests {
+    /// Every element of an array sequence is the whole array as it stands after
+    /// a change — never the inserted or replaced elements alone — and removals
+    /// yield too. (Before: `["m1","m2"], ["m3"], ["M1"], ["x"]`: fragments, and
+    /// nothing for the two removals.)
+    @Test func arrayValuesYieldTheWholeArrayAfterEveryChangeIncludingRemovals() async throws {
+        var mailbox: Mailbox? = Mailbox(["m1", "m2"])
+        let stream = try mailbox!.values(for: \.messages)
+        do {
+            let mutator = mailbox!.mutableArray(\.messages)  // holds the mailbox while it lives
+            mutator.append("m3")
+            mutator.replace(at: 0, with: "M1")
+            mutator.remove(at: 1)
+            mutator.removeAll()
+        }
+        mailbox!.messages = ["x"]
+        mailbox = nil  // ends the sequence
+        var received: [[String]] = []
+        for await messages in stream { received.append(messages) }
+        #expect(received == [["m1", "m2"], ["m1", "m2", "m3"], ["M1", "m2", "m3"], ["M1", "m3"], [], ["x"]])
+    }
+
+    /// The same through a key-path chain whose leaf is an `@ObservedArray`.
+    @Test func arrayValuesThroughAChainYieldTheWholeArrayAfterEveryChange() async throws {
+        var office: PostOffice? = PostOffice(Mailbox(["a"]))
+        let stream = try office!.values(for: \.mailbox.messages)
+        office!.mailbox.mutableArray(\.messages).append("b")
+        office!.mailbox.mutableArray(\.messages).remove(at: 0)
+        office!.mailbox = Mailbox(["c"])
+        office = nil
+        var received: [[String]] = []
+        for await messages in stream { received.append(messages) }
+        #expect(received == [["a"], ["a", "b"], ["b"], ["c"]])
+    }
+
+    /// Manual to-many announcements yield the whole array too.
+    @Test func arrayValuesAfterManualCollectionNotificationsAreWholeArrays() async throws {
+        var mailbox: Mailbox? = Mailbox(["a", "b"])
+        let stream = try mailbox!.values(for: \.messages)
+        mailbox!.willChange(.removal, at: [0], for: \.messages)
+        mailbox!.didChange(.removal, at: [0], for: \.messages)
+        mailbox = nil
+        var received: [[String]] = []
+        for await messages in stream { received.append(messages) }
+        #expect(received == [["a", "b"], ["a", "b"]])
+    }
+}

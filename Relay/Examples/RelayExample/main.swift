@@ -17,7 +17,7 @@ extension NotificationHub.Name {
 final class OrderLog: Sendable {}
 
 // Host, user, password and TLS come from PGHOST, PGPORT, PGUSER, PGPASSWORD, PGSSLMODE.
-let relay = Relay(configuration: RelayConfiguration(postgres: try RelayConfiguration.environment()))
+let relay = try Relay(configuration: RelayConfiguration(postgres: try RelayConfiguration.environment()))
 try relay.bridge(.orderPlaced, userInfoTypes: ["id": Int.self])
 let flags = FeatureFlags()
 try relay.replicate(\.checkout, of: flags, as: "flags.checkout")

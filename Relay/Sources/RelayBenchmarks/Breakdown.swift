@@ -44,8 +44,8 @@ func measureInProcess(setup: Setup, quick: Bool) throws -> InProcessCosts {
     let batch = quick ? 200 : 1000
     let samples = quick ? 5 : 9
     let types: [String: any (Codable & Sendable).Type] = ["t": Int.self, "pad": String.self]
-    let sender = Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
-    let receiver = Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
+    let sender = try Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
+    let receiver = try Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
     try sender.bridge(.benchProbe, userInfoTypes: types)
     try receiver.bridge(.benchProbe, userInfoTypes: types)
     let userInfo: [String: any Sendable] = ["t": Int(nanoseconds()), "pad": setup.padding]
@@ -144,8 +144,8 @@ final class LoopbackContender: Contender {
     init(setup: Setup) async throws {
         padding = setup.padding
         let transport = LoopbackTransport(broker: broker)
-        sender = Relay(configuration: RelayConfiguration(transport: transport, logger: setup.logger))
-        let receiver = Relay(configuration: RelayConfiguration(transport: transport, logger: setup.logger))
+        sender = try Relay(configuration: RelayConfiguration(transport: transport, logger: setup.logger))
+        let receiver = try Relay(configuration: RelayConfiguration(transport: transport, logger: setup.logger))
         let types: [String: any (Codable & Sendable).Type] = ["t": Int.self, "pad": String.self]
         try sender.bridge(.benchLoopback, userInfoTypes: types)
         try receiver.bridge(.benchLoopback, userInfoTypes: types)
@@ -360,8 +360,8 @@ final class RawWithRelayWork: Contender {
         let channel = "bench_rawwork_\(suffix)"
         self.channel = channel
         let types: [String: any (Codable & Sendable).Type] = ["t": Int.self, "pad": String.self]
-        let encoding = Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
-        let decoding = Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
+        let encoding = try Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
+        let decoding = try Relay(configuration: RelayConfiguration(postgres: setup.connection, logger: setup.logger))
         try encoding.bridge(.benchRawWork, userInfoTypes: types)
         try decoding.bridge(.benchRawWork, userInfoTypes: types)
         self.encoding = encoding

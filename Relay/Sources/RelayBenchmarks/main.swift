@@ -187,7 +187,7 @@ extension NotificationHub.Name {
 }
 
 final class RelayContender: Contender {
-    let name = "relay"
+    let name: String
     let receipts = Receipts()
     /// The sender's statements and the messages in them.
     let statements = StatementCounts()
@@ -204,21 +204,25 @@ final class RelayContender: Contender {
     let padding: String
     private let tasks: [Task<Void, Never>]
 
-    init(channel: String, setup: Setup) async throws {
+    /// - Parameter signing: Signed messages (nil: unsigned, the default).
+    init(name: String = "relay", channel: String, signing: RelaySigning? = nil, setup: Setup) async throws {
+        self.name = name
         let channel = try RelayChannel(channel)
         padding = setup.padding
-        sender = Relay(
-            configuration: RelayConfiguration(
-                transport: CountingTransport(
-                    base: PostgresTransport(configuration: setup.connection), counts: statements,
-                    receiving: skippingOwn),
-                channel: channel, logger: setup.logger))
-        receiver = Relay(
-            configuration: RelayConfiguration(
-                transport: CountingTransport(
-                    base: PostgresTransport(configuration: setup.connection), counts: StatementCounts(),
-                    receiving: receiving),
-                channel: channel, logger: setup.logger))
+        var senderConfiguration = RelayConfiguration(
+            transport: CountingTransport(
+                base: PostgresTransport(configuration: setup.connection), counts: statements,
+                receiving: skippingOwn),
+            channel: channel, logger: setup.logger)
+        senderConfiguration.signing = signing
+        sender = try Relay(configuration: senderConfiguration)
+        var receiverConfiguration = RelayConfiguration(
+            transport: CountingTransport(
+                base: PostgresTransport(configuration: setup.connection), counts: StatementCounts(),
+                receiving: receiving),
+            channel: channel, logger: setup.logger)
+        receiverConfiguration.signing = signing
+        receiver = try Relay(configuration: receiverConfiguration)
         try sender.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
         try receiver.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
         tasks = [sender, receiver].map { relay in Task { await relay.run() } }
@@ -288,6 +292,9 @@ let rawListening = try await Raw(
     name: "raw, sender also listening", channel: "bench_rawl_\(suffix)", batchSize: 1, senderListens: true,
     setup: setup)
 let relay = try await RelayContender(channel: "bench_relay_\(suffix)", setup: setup)
+let benchSigning = RelaySigning(current: try RelaySigningKey(id: "bench", secret: [UInt8](repeating: 5, count: 32)))
+let signedRelay = try await RelayContender(
+    name: "relay, signed (HMAC-SHA256)", channel: "bench_signed_\(suffix)", signing: benchSigning, setup: setup)
 let loopback = try await LoopbackContender(setup: setup)
 let rawWithRelayWork = try await RawWithRelayWork(suffix: suffix, setup: setup)
 let publishProbe = try await PublishProbe(suffix: suffix, setup: setup)
@@ -296,6 +303,7 @@ log("warming up")
 _ = try await latency(raw, count: warmUp)
 _ = try await latency(rawListening, count: warmUp)
 _ = try await latency(relay, count: warmUp)
+_ = try await latency(signedRelay, count: warmUp)
 _ = try await latency(loopback, count: warmUp)
 _ = try await latency(rawWithRelayWork, count: warmUp)
 _ = try await publishProbe.roundTrips(count: warmUp)
@@ -303,6 +311,8 @@ _ = try await publishProbe.roundTrips(count: warmUp)
 var rawLatency = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
 var rawListeningLatency = rawLatency
 var relayLatency = rawLatency
+var signedRelayLatency = rawLatency
+var signingCosts: [SigningCosts] = []
 var loopbackLatency = rawLatency
 var loopbackPublished = rawLatency
 var rawWithRelayWorkLatency = rawLatency
@@ -325,6 +335,7 @@ for round in 1...rounds {
         rawListeningLatency.add(try await latency(rawListening, count: latencyTurn))
         for steps in [relay.posting, relay.skippingOwn, relay.receiving] { steps.reset() }
         relayLatency.add(try await latency(relay, count: latencyTurn))
+        signedRelayLatency.add(try await latency(signedRelay, count: latencyTurn))
         for steps in [rawWithRelayWork.encodingTimes, rawWithRelayWork.receivingTimes] { steps.reset() }
         rawWithRelayWorkLatency.add(try await latency(rawWithRelayWork, count: latencyTurn))
         rawWithRelayWorkEncoding.add(rawWithRelayWork.encodingTimes.histogram)
@@ -341,6 +352,8 @@ for round in 1...rounds {
     relay.statements.reset()
     rates[relay.name, default: []].append(try await throughput(relay, count: throughputMessages))
     relayBatches.append(relay.statements.meanBatch)
+    signedRelay.statements.reset()
+    rates[signedRelay.name, default: []].append(try await throughput(signedRelay, count: throughputMessages))
     rawAsRelay.batchSize.store(max(1, Int((relayBatches.last!).rounded())), ordering: .relaxed)
     rates[rawAsRelay.name, default: []].append(try await throughput(rawAsRelay, count: throughputMessages))
     rawAsRelayListening.batchSize.store(rawAsRelay.batchSize.load(ordering: .relaxed), ordering: .relaxed)
@@ -351,6 +364,7 @@ for round in 1...rounds {
     statementRaw.add(statements.raw)
     statementTransport.add(statements.transport)
     inProcess.append(try measureInProcess(setup: setup, quick: quick))
+    signingCosts.append(measureSigning(benchSigning, quick: quick))
 }
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
@@ -358,7 +372,10 @@ func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 print("relay vs raw PostgresNIO LISTEN/NOTIFY: two connections on loopback, \(rounds) round(s)")
 print("latency, closed loop, \(latencySamples * rounds) messages each (µs)")
 print("                                    p50       p90       p99       max")
-for (name, histogram) in [("raw", rawLatency), ("raw, sender also listening", rawListeningLatency), ("relay", relayLatency)] {
+for (name, histogram) in [
+    ("raw", rawLatency), ("raw, sender also listening", rawListeningLatency), ("relay", relayLatency),
+    ("relay, signed", signedRelayLatency),
+] {
     print(
         name.padding(toLength: 32, withPad: " ", startingAt: 0),
         microseconds(histogram.valueAtPercentile(50)), " ", microseconds(histogram.valueAtPercentile(90)), " ",
@@ -375,8 +392,12 @@ print(
     String(
         format: "relay / raw, sender also listening   %.2fx                %.2fx", ratio(50, rawListeningLatency, relayLatency),
         ratio(99, rawListeningLatency, relayLatency)))
+print(
+    String(
+        format: "relay, signed / relay                %.2fx                %.2fx", ratio(50, relayLatency, signedRelayLatency),
+        ratio(99, relayLatency, signedRelayLatency)))
 print("throughput, \(throughputMessages) messages per burst, median of rounds (messages/s)")
-for name in [raw.name, rawBatched.name, rawAsRelay.name, rawAsRelayListening.name, relay.name] {
+for name in [raw.name, rawBatched.name, rawAsRelay.name, rawAsRelayListening.name, relay.name, signedRelay.name] {
     print(name.padding(toLength: 56, withPad: " ", startingAt: 0), String(format: "%10.0f", median(rates[name]!)))
 }
 print(String(format: "relay's mean batch in a burst: %.1f messages per statement (median of rounds)", median(relayBatches)))
@@ -384,6 +405,18 @@ for name in [raw.name, rawBatched.name, rawAsRelay.name, rawAsRelayListening.nam
     print(
         ("relay / " + name).padding(toLength: 64, withPad: " ", startingAt: 0),
         String(format: "%6.2fx", median(rates[relay.name]!) / median(rates[name]!)))
+}
+print(
+    ("relay, signed / relay").padding(toLength: 64, withPad: " ", startingAt: 0),
+    String(format: "%6.2fx", median(rates[signedRelay.name]!) / median(rates[relay.name]!)))
+print("signing, in process (µs per message, median of rounds)")
+for (label, cost) in [
+    ("  sign a \(signingCosts[0].smallBytes)-byte message (HMAC-SHA256, hex)", \SigningCosts.signSmall),
+    ("  verify it", \SigningCosts.verifySmall),
+    ("  sign a \(signingCosts[0].largeBytes)-byte message", \SigningCosts.signLarge),
+    ("  verify it", \SigningCosts.verifyLarge),
+] {
+    print(label.padding(toLength: 66, withPad: " ", startingAt: 0), String(format: "%8.2f", median(signingCosts.map { $0[keyPath: cost] }) / 1000))
 }
 func p50(_ histogram: Histogram<UInt64>) -> Double { Double(histogram.valueAtPercentile(50)) }
 func row(_ label: String, _ nanoseconds: Double) {
@@ -419,3 +452,34 @@ row("  raw p50 with the sender listening, less without", p50(rawListeningLatency
 print(
     "throughput over the in-memory broker (the relay's own ceiling): "
         + String(format: "%.0f messages/s", median(rates[loopback.name]!)))
+
+/// What signing costs one message, sender and receiver side (nanoseconds per message).
+struct SigningCosts {
+    var smallBytes = 0
+    var largeBytes = 0
+    var signSmall = 0.0
+    var verifySmall = 0.0
+    var signLarge = 0.0
+    var verifyLarge = 0.0
+}
+
+func measureSigning(_ signing: RelaySigning, quick: Bool) -> SigningCosts {
+    let iterations = quick ? 2_000 : 20_000
+    let small = #"{"o":"9F0C1B8E-3D2A-4C51-8F7E-1A2B3C4D5E6F","i":12345,"s":17,"w":1732480000000,"v":1,"t":"post","n":"relay.bench.event","u":{"t":1,"pad":"\#(padding)"}}"#
+    let large = small.replacingOccurrences(of: padding, with: String(repeating: "x", count: 7800))
+    var costs = SigningCosts(smallBytes: small.utf8.count, largeBytes: large.utf8.count)
+    func time(_ body: () -> Void) -> Double {
+        let start = nanoseconds()
+        for _ in 0..<iterations { body() }
+        return Double(nanoseconds() - start) / Double(iterations)
+    }
+    var sink = 0
+    let signedSmall = signing.sign(small)
+    let signedLarge = signing.sign(large)
+    costs.signSmall = time { sink &+= signing.sign(small).utf8.count }
+    costs.verifySmall = time { if case .valid = signing.verify(signedSmall) { sink &+= 1 } }
+    costs.signLarge = time { sink &+= signing.sign(large).utf8.count }
+    costs.verifyLarge = time { if case .valid = signing.verify(signedLarge) { sink &+= 1 } }
+    if sink == 42 { log("") }  // keeps the work observable
+    return costs
+}

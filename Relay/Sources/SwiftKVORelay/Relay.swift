@@ -9,7 +9,7 @@ import Synchronization
 /// (PostgreSQL `LISTEN`/`NOTIFY` by default).
 ///
 /// ```swift
-/// let relay = Relay(configuration: RelayConfiguration(postgres: try RelayConfiguration.environment()))
+/// let relay = try Relay(configuration: RelayConfiguration(postgres: try RelayConfiguration.environment()))
 /// try relay.bridge(.orderPlaced)
 /// try relay.replicate(\.checkout, of: flags, as: "flags.checkout")
 /// let running = Task { await relay.run() }   // connects, reconnects; until cancelled
@@ -24,15 +24,17 @@ import Synchronization
 ///   remote one is assigned locally (observers are notified as for any
 ///   change) and not sent again. Last writer wins, by writer clock stamp,
 ///   ties broken by instance id.
-/// - After a reconnect, or when another instance's sequence numbers show
-///   that messages were missed, the relay posts ``resynchronize``: reload state.
+/// - After a reconnect, when another instance's sequence numbers show
+///   that messages were missed, or when another instance restarted, the
+///   relay posts ``resynchronize``: reload state.
 ///
 /// See the DocC article *Relaying between instances* for the delivery guarantees.
 ///
 /// ## Thread safety and callbacks
 /// Every method may be called from any thread. Remote notifications are
-/// posted, and remote property values assigned, on the task running
-/// ``run()``, one message at a time in the order the broker delivered them:
+/// posted, and remote property values assigned, on a task of ``run()``,
+/// one message at a time, each sender's in the order the broker delivered
+/// them (senders take turns, so a flooding one cannot hold up the others):
 /// hub observers run there, synchronously. A replicated property is
 /// therefore written from that task: do not assign it concurrently from
 /// other threads without your own synchronization (as for any `@Observed`
@@ -43,11 +45,19 @@ import Synchronization
 /// flight, and otherwise queues it for the statement that starts when the
 /// one in flight completes (up to 256 messages each).
 public final class Relay: Sendable {
-    /// Posted (with the relay as sender) after the relay reconnects, and when
-    /// another instance's messages were lost: whatever was sent meanwhile is
-    /// gone, so reload the state you keep in sync. User info: `"reason"`
-    /// (`"reconnected"` or `"missed"`), and for `"missed"` also `"instance"`
-    /// (the sender's id) and `"missed"` (how many of its messages, an `Int`).
+    /// Posted (with the relay as sender) after the relay reconnects, when
+    /// another instance's messages were lost, and when another instance
+    /// restarted (a new incarnation, or a sequence number that jumped beyond
+    /// ``RelayConfiguration/maximumSequenceJump``): whatever was sent
+    /// meanwhile may be gone, so reload the state you keep in sync.
+    ///
+    /// User info: `"reason"` — `"reconnected"`, `"missed"` or `"restarted"`.
+    /// For `"missed"` and `"restarted"` also `"instance"` (the sender's id);
+    /// for `"missed"` also `"missed"` (how many of its messages, an `Int`,
+    /// since the last notification for it) and `"restarted"` (`true` if it
+    /// also restarted meanwhile). For one instance these come at most once per
+    /// ``RelayConfiguration/resynchronizationInterval``: what happens within
+    /// it is reported, summed, when it ends.
     public static let resynchronize = NotificationHub.Name("SwiftKVORelay.resynchronize")
 
     /// The most messages sent in one statement.
@@ -56,10 +66,18 @@ public final class Relay: Sendable {
     /// This relay's configuration.
     public let configuration: RelayConfiguration
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+    /// This relay's incarnation: random, so that an instance restarted with
+    /// the same ``RelayConfiguration/instanceID`` starts a new sequence space.
+    package let incarnation: UInt64
     /// What this relay's messages start with, up to their sequence number:
     /// one comparison tells an own message coming back from the broker.
     private let wirePrefix: String
+    /// Received messages not yet handled (``intake(_:)``, then ``receive(_:)``).
+    private let backlog: Mutex<ReceiveBacklog>
+    /// Rings when the backlog gets a message; holds at most one ring.
+    private let doorbell: AsyncStream<Void>
+    private let ring: AsyncStream<Void>.Continuation
     /// Decodes every incoming message (its user info holds the name resolver).
     private let decoder = JSONDecoder()
 
@@ -84,9 +102,13 @@ public final class Relay: Sendable {
         var lastWrites: [String: (stamp: UInt64, instance: String)] = [:]
         /// The highest stamp issued or seen: local stamps go above it.
         var clock: UInt64 = 0
-        /// Per other instance: its last sequence number and when it was last heard (a tick).
-        var heard: [String: (sequence: UInt64, tick: UInt64)] = [:]
-        var tick: UInt64 = 0
+        /// Per other instance: incarnation, last sequence number, when last heard.
+        var instances: InstanceTable
+        /// Instances with a coalesced resynchronization not yet posted.
+        var pendingResynchronizations: Set<String> = []
+        /// Hashes of messages sent and not yet seen coming back (bounded, oldest forgotten first).
+        var echoes: Set<Int> = []
+        var echoOrder = Deque<Int>()
         var isListening = false
         var hasListened = false
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
@@ -102,10 +124,50 @@ public final class Relay: Sendable {
     /// A relay with `configuration`. It neither connects nor sends until
     /// ``run()`` runs; posts made before are queued (up to
     /// ``RelayConfiguration/outboxCapacity``).
-    public init(configuration: RelayConfiguration) {
+    ///
+    /// - Throws: ``RelayError/invalidConfiguration(_:)`` for an instance id
+    ///   that receivers would drop (empty, over 128 bytes, or with control or
+    ///   format characters; see ``RelayConfiguration/instanceID``), or limits
+    ///   that cannot work together.
+    public init(configuration: RelayConfiguration) throws(RelayError) {
+        try Self.validate(configuration)
         self.configuration = configuration
-        wirePrefix = Wire.prefix(instance: configuration.instanceID)
+        incarnation = UInt64.random(in: 1...UInt64.max)
+        wirePrefix = Wire.prefix(instance: configuration.instanceID, incarnation: incarnation)
+        state = Mutex(
+            State(
+                instances: InstanceTable(
+                    capacity: configuration.maximumTrackedInstances, idleTimeout: configuration.instanceIdleTimeout)))
+        backlog = Mutex(
+            ReceiveBacklog(
+                capacity: configuration.receiveBacklogBytes, perSender: configuration.receiveBacklogBytesPerSender))
+        (doorbell, ring) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         decoder.userInfo[Wire.Resolver.codingKey] = resolver
+    }
+
+    private static func validate(_ configuration: RelayConfiguration) throws(RelayError) {
+        let id = configuration.instanceID
+        guard !id.isEmpty else { throw .invalidConfiguration("instanceID is empty") }
+        guard id.utf8.count <= Wire.maximumInstanceIDBytes else {
+            throw .invalidConfiguration(
+                "instanceID has \(id.utf8.count) bytes; at most \(Wire.maximumInstanceIDBytes) are accepted")
+        }
+        guard Wire.isValidInstanceID(id) else {
+            throw .invalidConfiguration(
+                "instanceID \"\(Wire.loggable(id))\" contains control, format or unassigned characters")
+        }
+        guard configuration.outboxCapacity > 0, configuration.maximumTrackedInstances > 0,
+            configuration.receiveBacklogBytes > 0, configuration.receiveBacklogBytesPerSender > 0
+        else {
+            throw .invalidConfiguration(
+                "outboxCapacity, maximumTrackedInstances and the receive backlog's sizes must be positive")
+        }
+        guard configuration.maximumSequenceJump >= UInt64(configuration.outboxCapacity) else {
+            throw .invalidConfiguration("maximumSequenceJump must be at least outboxCapacity (a resend reaches that far back)")
+        }
+        guard configuration.maximumClockSkew >= .zero, configuration.resynchronizationInterval > .zero else {
+            throw .invalidConfiguration("maximumClockSkew must not be negative, resynchronizationInterval must be positive")
+        }
     }
 
     deinit {
@@ -258,7 +320,9 @@ public final class Relay: Sendable {
     /// A local assignment of a replicated property: stamp it and send it.
     func publishSet<Value: Encodable & Sendable>(name: String, value: Value) {
         let stamp = state.withLock { state in
-            let stamp = max(Self.wallClockMicroseconds(), state.clock + 1)
+            // Saturating: remote stamps are bounded by the clock skew, but never trap.
+            let next = state.clock == .max ? state.clock : state.clock + 1
+            let stamp = max(Self.wallClockMicroseconds(), next)
             state.clock = stamp
             state.lastWrites[name] = (stamp, configuration.instanceID)
             return stamp
@@ -289,6 +353,17 @@ public final class Relay: Sendable {
         UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
     }
 
+    /// The latest stamp accepted from another instance now: the wall clock
+    /// plus ``RelayConfiguration/maximumClockSkew`` (saturating).
+    private var stampHorizon: UInt64 {
+        let skew = configuration.maximumClockSkew.components
+        let seconds = UInt64(clamping: skew.seconds)
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
+        let micros = overflow ? UInt64.max : whole + UInt64(clamping: skew.attoseconds / 1_000_000_000_000)
+        let (sum, late) = Self.wallClockMicroseconds().addingReportingOverflow(micros)
+        return late ? .max : sum
+    }
+
     // MARK: Sending
 
     private func encodePost(_ name: NotificationHub.Name, _ userInfo: [String: any Sendable]) throws(RelayError) -> String {
@@ -303,14 +378,37 @@ public final class Relay: Sendable {
         let capacity = configuration.outboxCapacity
         let outcome: Result<Statement?, RelayError> = state.withLock { state in
             guard state.outbox.count < capacity else { return .failure(.outboxFull(capacity: capacity)) }
-            let message = Wire.message(prefix: wirePrefix, sequence: state.nextSequence, body: body)
+            let message = wireMessage(sequence: state.nextSequence, body: body)
             let bytes = message.utf8.count
             guard bytes <= limit else { return .failure(.payloadTooLarge(bytes: bytes, limit: limit)) }
             state.nextSequence += 1
             state.outbox.append(message)
+            Self.remember(echoOf: message, in: &state)
             return .success(Self.nextStatement(&state))
         }
         if let statement = try outcome.get() { publish(statement) }
+    }
+
+    /// The message with `sequence` and `body`; signed, with its send time, if
+    /// ``RelayConfiguration/signing`` is set.
+    private func wireMessage(sequence: UInt64, body: String) -> String {
+        guard let signing = configuration.signing else {
+            return Wire.message(prefix: wirePrefix, sequence: sequence, body: body)
+        }
+        return signing.sign(
+            wirePrefix + String(sequence) + #","w":"# + String(Self.wallClockMicroseconds() / 1000) + body)
+    }
+
+    /// The most sent messages whose echo the relay waits for; past that, an
+    /// echo is recognized by decoding it.
+    private static let echoCapacity = 4096
+
+    private static func remember(echoOf message: String, in state: inout State) {
+        let hash = message.hashValue
+        if state.echoOrder.count >= echoCapacity, let oldest = state.echoOrder.popFirst() {
+            state.echoes.remove(oldest)
+        }
+        if state.echoes.insert(hash).inserted { state.echoOrder.append(hash) }
     }
 
     /// The outbox's first messages, on one connection's publisher.
@@ -346,7 +444,7 @@ public final class Relay: Sendable {
             switch result {
             case .success:
                 state.outbox.removeFirst(statement.messages.count)
-                state.statistics.sent += statement.messages.count
+                state.statistics.sent.addSaturating(statement.messages.count)
                 return (Self.nextStatement(&state), nil)
             case .failure:
                 state.publisher = nil
@@ -366,6 +464,49 @@ public final class Relay: Sendable {
     /// ``RelayConfiguration/maximumReconnectDelay``, with jitter). After each
     /// reconnect it posts ``resynchronize``. Run it once per relay.
     public func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.reportCoalescedResynchronizations() }
+            group.addTask { await self.handleReceived() }
+            await self.connectUntilCancelled()
+            group.cancelAll()
+        }
+    }
+
+    /// Handles received messages, one at a time, until cancelled.
+    private func handleReceived() async {
+        for await _ in doorbell {
+            while let payload = backlog.withLock({ $0.pop() }) {
+                receive(payload)
+            }
+        }
+    }
+
+    /// A message from the transport: queued for ``handleReceived()``, or shed
+    /// and counted if the backlog is full. Cheap, so that the transport's own
+    /// buffer never grows.
+    package func intake(_ payload: String) {
+        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
+        guard backlog.withLock({ $0.push(payload) }) else {
+            return state.withLock { $0.statistics.droppedShed.addSaturating(1) }
+        }
+        ring.yield()
+    }
+
+    /// Posts coalesced resynchronizations once their instance's interval is
+    /// over: checked four times per interval, until cancelled.
+    private func reportCoalescedResynchronizations() async {
+        let period = configuration.resynchronizationInterval / 4
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: period)
+            } catch {
+                return
+            }
+            flushResynchronizations(now: .now)
+        }
+    }
+
+    private func connectUntilCancelled() async {
         let logger = configuration.logger
         var delay = configuration.initialReconnectDelay
         while !Task.isCancelled {
@@ -376,7 +517,7 @@ public final class Relay: Sendable {
                         try await self.configuration.transport.run(
                             channel: self.configuration.channel, logger: logger,
                             connected: { self.listening(publisher: $0, publishFailed: publishFailed) },
-                            receive: { self.receive($0) })
+                            receive: { self.intake($0) })
                     }
                     group.addTask {
                         for await error in failures { throw error }
@@ -398,7 +539,7 @@ public final class Relay: Sendable {
                     state.publishing = 0
                     state.connection += 1
                 }
-                if state.isListening { state.statistics.disconnects += 1 }
+                if state.isListening { state.statistics.disconnects.addSaturating(1) }
                 return state.isListening
             }
             if wasListening { delay = configuration.initialReconnectDelay }
@@ -427,7 +568,10 @@ public final class Relay: Sendable {
         configuration.logger.info("relay listening", metadata: ["channel": "\(configuration.channel)"])
         if let statement { publish(statement) }
         for waiter in waiters { waiter.resume() }
-        if reconnected { postResynchronize(["reason": "reconnected"]) }
+        if reconnected {
+            state.withLock { $0.statistics.resynchronizations.addSaturating(1) }
+            postResynchronize(["reason": "reconnected"])
+        }
     }
 
     /// Returns once the relay is connected and listening (at once if it is).
@@ -454,7 +598,6 @@ public final class Relay: Sendable {
     }
 
     private func postResynchronize(_ userInfo: [String: any Sendable]) {
-        state.withLock { $0.statistics.resynchronizations += 1 }
         var userInfo = userInfo
         userInfo[RelayOrigin.userInfoKey] = RelayOrigin.local
         NotificationHub.default.post(name: Self.resynchronize, object: self, userInfo: userInfo)
@@ -463,74 +606,120 @@ public final class Relay: Sendable {
     // MARK: Receiving
 
     private enum Reason: String {
-        case malformed, unknownName, wrongType, oversized, duplicate, stale
+        case malformed, unknownName, wrongType, oversized, duplicate, stale, futureStamp, untracked, ownID
+        case unsigned, badSignature, replayed
     }
 
     private func drop(_ reason: Reason, _ instance: String? = nil) {
         state.withLock { state in
             switch reason {
-            case .malformed: state.statistics.droppedMalformed += 1
-            case .unknownName: state.statistics.droppedUnknownName += 1
-            case .wrongType: state.statistics.droppedWrongType += 1
-            case .oversized: state.statistics.droppedOversized += 1
-            case .duplicate: state.statistics.droppedDuplicate += 1
-            case .stale: state.statistics.droppedStale += 1
+            case .malformed: state.statistics.droppedMalformed.addSaturating(1)
+            case .unknownName: state.statistics.droppedUnknownName.addSaturating(1)
+            case .wrongType: state.statistics.droppedWrongType.addSaturating(1)
+            case .oversized: state.statistics.droppedOversized.addSaturating(1)
+            case .duplicate: state.statistics.droppedDuplicate.addSaturating(1)
+            case .stale: state.statistics.droppedStale.addSaturating(1)
+            case .futureStamp: state.statistics.droppedFutureStamp.addSaturating(1)
+            case .untracked: state.statistics.droppedUntracked.addSaturating(1)
+            case .ownID: state.statistics.droppedOwnID.addSaturating(1)
+            case .unsigned: state.statistics.droppedUnsigned.addSaturating(1)
+            case .badSignature: state.statistics.droppedBadSignature.addSaturating(1)
+            case .replayed: state.statistics.droppedReplayed.addSaturating(1)
             }
         }
+        // Identifiers from the wire are metadata values, escaped: never part of the message.
         configuration.logger.debug(
-            "relay dropped a message", metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance ?? "?")"])
+            "relay dropped a message",
+            metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance.map(Wire.loggable) ?? "?")"])
     }
 
-    /// `payload` as a message, or nil if it is not one (malformed).
+    /// `payload` as a message, or nil if it is not one (malformed): the wrong
+    /// version, or an instance id that is empty, too long or not printable.
     private func decode(_ payload: String) -> Wire.Incoming? {
         guard
             let message = Wire.readPost(payload, registration: registration)
                 ?? (try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8))),
-            message.envelope.v == Wire.version, !message.envelope.o.isEmpty,
-            message.envelope.o.utf8.count <= Wire.maximumInstanceIDBytes
+            message.envelope.v == Wire.version, Wire.isValidInstanceID(message.envelope.o)
         else { return nil }
         return message
     }
 
     /// One message from the broker (the transport calls it, one at a time).
     /// Nothing in it is trusted before it decoded; an own message, which the
-    /// broker delivers back to its sender, is told by its first bytes and
-    /// skipped without decoding.
+    /// broker delivers back to its sender, is told by its first bytes and a
+    /// hash of what was sent, and skipped without decoding.
+    ///
+    /// A message moves its sender's sequence only once its envelope
+    /// validated, and by at most ``RelayConfiguration/maximumSequenceJump``;
+    /// only a message that validated entirely (a registered name, a body of
+    /// its types, a stamp within the clock skew) may start a new incarnation.
     package func receive(_ payload: String) {
         guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
-        if payload.utf8.starts(with: wirePrefix.utf8) {
-            return state.withLock { $0.statistics.ownMessagesSkipped += 1 }
+        if payload.utf8.starts(with: wirePrefix.utf8),
+            state.withLock({ $0.echoes.remove(payload.hashValue) != nil })
+        {
+            return state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
+        }
+        var payload = payload
+        if let signing = configuration.signing {
+            switch signing.verify(payload) {
+            case .unsigned: return drop(.unsigned)
+            case .wronglySigned: return drop(.badSignature)
+            case .valid(let message): payload = message
+            }
         }
         guard let message = decode(payload) else { return drop(.malformed) }
-        let instance = message.envelope.o
+        let envelope = message.envelope
+        if let signing = configuration.signing {
+            // Signed, so the send time is the sender's: bounded on both sides.
+            let now = Self.wallClockMicroseconds() / 1000
+            let age = UInt64(clamping: signing.maximumMessageAge.components.seconds) * 1000
+            let skew = UInt64(clamping: configuration.maximumClockSkew.components.seconds) * 1000
+            guard let sent = envelope.w, sent >= now - min(now, age), sent - min(sent, skew) <= now else {
+                return drop(.replayed, envelope.o)
+            }
+        }
+        let instance = envelope.o
         if instance == configuration.instanceID {
-            state.withLock { $0.statistics.ownMessagesSkipped += 1 }
-            return
+            // A resend's second echo (or a copy of one), or another relay with this id.
+            guard envelope.i == incarnation else {
+                configuration.logger.warning(
+                    "relay received a message with its own instance id from another incarnation",
+                    metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
+                return drop(.ownID, instance)
+            }
+            return state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
         }
-        let (isNew, missed) = state.withLock { state in
-            let (isNew, missed) = Self.track(
-                instance, message.envelope.s, in: &state, limit: configuration.maximumTrackedInstances)
-            if missed > 0 { state.statistics.missed += missed }
-            return (isNew, missed)
-        }
-        guard isNew else { return drop(.duplicate, instance) }
-        if missed > 0 {
-            configuration.logger.warning(
-                "relay missed messages", metadata: ["instance": "\(instance)", "missed": "\(missed)"])
-            postResynchronize(["reason": "missed", "instance": instance, "missed": missed])
-        }
+        let invalid: Reason?
         switch message.body {
-        case .unknownName:
-            drop(.unknownName, instance)
-        case .wrongType:
-            drop(.wrongType, instance)
+        case .unknownName: invalid = .unknownName
+        case .wrongType: invalid = .wrongType
+        case .set(_, let stamp, _) where stamp > stampHorizon: invalid = .futureStamp
+        case .set, .post: invalid = nil
+        }
+        let now = ContinuousClock.now
+        let tracked = state.withLock { state in
+            Self.track(envelope, validated: invalid == nil, now: now, in: &state, configuration: configuration)
+        }
+        switch tracked {
+        case .duplicate: return drop(.duplicate, instance)
+        case .replayed: return drop(.replayed, instance)
+        case .refused: return drop(.untracked, instance)
+        case .ignored: return drop(invalid ?? .malformed, instance)
+        case .new(let report):
+            if let report { resynchronize(report) }
+        }
+        if let invalid { return drop(invalid, instance) }
+        switch message.body {
+        case .unknownName, .wrongType:
+            break
         case .post(let name, var userInfo):
             userInfo[RelayOrigin.userInfoKey] = RelayOrigin.remote(instance: instance)
-            state.withLock { $0.statistics.delivered += 1 }
+            state.withLock { $0.statistics.delivered.addSaturating(1) }
             NotificationHub.default.post(name: name, object: self, userInfo: userInfo)
         case .set(let replication, let stamp, let value):
             switch replication.applyRemote(value, stamp: stamp, from: instance, relay: self) {
-            case .applied: state.withLock { $0.statistics.delivered += 1 }
+            case .applied: state.withLock { $0.statistics.delivered.addSaturating(1) }
             case .stale: drop(.stale, instance)
             case .wrongType: drop(.wrongType, instance)
             case .gone:
@@ -538,6 +727,59 @@ public final class Relay: Sendable {
                 drop(.unknownName, instance)
             }
         }
+    }
+
+    /// A resynchronization owed to the application for one instance.
+    private struct Report {
+        let instance: String
+        let missed: Int
+        let restarted: Bool
+    }
+
+    /// Posts ``resynchronize`` for `report`, and logs it (one warning each).
+    private func resynchronize(_ report: Report) {
+        state.withLock { $0.statistics.resynchronizations.addSaturating(1) }
+        var userInfo: [String: any Sendable] = ["instance": report.instance]
+        if report.missed > 0 {
+            userInfo["reason"] = "missed"
+            userInfo["missed"] = report.missed
+            userInfo["restarted"] = report.restarted
+            configuration.logger.warning(
+                "relay missed messages",
+                metadata: [
+                    "instance": "\(Wire.loggable(report.instance))", "missed": "\(report.missed)",
+                    "restarted": "\(report.restarted)",
+                ])
+        } else {
+            userInfo["reason"] = "restarted"
+            configuration.logger.warning(
+                "relay heard a restarted instance", metadata: ["instance": "\(Wire.loggable(report.instance))"])
+        }
+        postResynchronize(userInfo)
+    }
+
+    /// Posts the coalesced resynchronizations whose instance's interval is over at `now`.
+    package func flushResynchronizations(now: ContinuousClock.Instant) {
+        let interval = configuration.resynchronizationInterval
+        let reports = state.withLock { state -> [Report] in
+            var reports: [Report] = []
+            for id in state.pendingResynchronizations {
+                guard let index = state.instances.index(of: id) else {
+                    state.pendingResynchronizations.remove(id)
+                    continue
+                }
+                var entry = state.instances[index]
+                if let last = entry.lastResynchronized, now - last < interval { continue }
+                reports.append(Report(instance: id, missed: entry.pendingMissed, restarted: entry.pendingRestart))
+                entry.pendingMissed = 0
+                entry.pendingRestart = false
+                entry.lastResynchronized = now
+                state.instances[index] = entry
+                state.pendingResynchronizations.remove(id)
+            }
+            return reports
+        }
+        for report in reports { resynchronize(report) }
     }
 
     /// Looks names up while a message decodes, so it is decoded once.
@@ -554,24 +796,83 @@ public final class Relay: Sendable {
             }
         }
     }
-    /// Records sequence number `sequence` of `instance`: whether it is new
-    /// (not a resend), and how many of the instance's messages were skipped
-    /// before it. The table keeps at most `limit` instances, forgetting the
-    /// least recently heard.
+    private enum Tracked {
+        /// Not seen before: deliver it, after posting the resynchronization if any.
+        case new(Report?)
+        case duplicate
+        /// Signed, but from an incarnation sent before the latest one heard.
+        case replayed
+        /// A new id while the table is full of instances still sending.
+        case refused
+        /// Not tracked: it did not validate, and would have started a new
+        /// sequence (a new id, a new incarnation, or a jump beyond the bound).
+        case ignored
+    }
+
+    /// Records `envelope`'s sequence number for its instance and says what to
+    /// do with the message. `validated`: the whole message validated, not
+    /// only its envelope. Gaps and restarts are reported at most once per
+    /// ``RelayConfiguration/resynchronizationInterval`` per instance; in
+    /// between they are summed and left for ``flushResynchronizations(now:)``.
     private static func track(
-        _ instance: String, _ sequence: UInt64, in state: inout State, limit: Int
-    ) -> (isNew: Bool, missed: Int) {
-        state.tick += 1
-        guard let last = state.heard[instance]?.sequence else {
-            if state.heard.count >= limit, let oldest = state.heard.min(by: { $0.value.tick < $1.value.tick }) {
-                state.heard.removeValue(forKey: oldest.key)
-            }
-            state.heard[instance] = (sequence, state.tick)
-            return (true, 0)
+        _ envelope: Wire.Envelope, validated: Bool, now: ContinuousClock.Instant, in state: inout State,
+        configuration: RelayConfiguration
+    ) -> Tracked {
+        let instance = envelope.o
+        guard let index = state.instances.index(of: instance) else {
+            guard validated else { return .ignored }
+            guard
+                let inserted = state.instances.insert(
+                    instance, incarnation: envelope.i, sequence: envelope.s, now: now)
+            else { return .refused }
+            if configuration.signing != nil { state.instances[inserted].sent = envelope.w ?? 0 }
+            return .new(nil)
         }
-        guard sequence > last else { return (false, 0) }
-        state.heard[instance] = (sequence, state.tick)
-        return (true, Int(clamping: sequence - last - 1))
+        var entry = state.instances[index]
+        let bound = configuration.maximumSequenceJump
+        var missed = 0
+        var restarted = false
+        if envelope.i != entry.incarnation {
+            guard validated else { return .ignored }
+            // A signed message of another incarnation sent before the latest
+            // one heard: an old incarnation's message, replayed.
+            if configuration.signing != nil, let sent = envelope.w, sent < entry.sent { return .replayed }
+            restarted = true
+        } else if envelope.s > entry.sequence {
+            let jump = envelope.s - entry.sequence
+            if jump > bound {
+                guard validated else { return .ignored }
+                restarted = true
+            } else {
+                missed = Int(jump - 1)  // at most the bound
+            }
+        } else {
+            // Back by more than any resend reaches: the instance after a forged jump.
+            guard entry.sequence - envelope.s > bound, validated else { return .duplicate }
+            restarted = true
+        }
+        entry.incarnation = envelope.i
+        entry.sequence = envelope.s
+        if configuration.signing != nil { entry.sent = max(entry.sent, envelope.w ?? 0) }
+        var report: Report?
+        if missed > 0 || restarted {
+            state.statistics.missed.addSaturating(missed)
+            entry.pendingMissed.addSaturating(missed)
+            entry.pendingRestart = entry.pendingRestart || restarted
+            if let last = entry.lastResynchronized, now - last < configuration.resynchronizationInterval {
+                state.pendingResynchronizations.insert(instance)
+                state.statistics.resynchronizationsCoalesced.addSaturating(1)
+            } else {
+                report = Report(instance: instance, missed: entry.pendingMissed, restarted: entry.pendingRestart)
+                entry.pendingMissed = 0
+                entry.pendingRestart = false
+                entry.lastResynchronized = now
+                state.pendingResynchronizations.remove(instance)
+            }
+        }
+        state.instances[index] = entry
+        state.instances.touch(index, now: now)
+        return .new(report)
     }
 }
 
@@ -583,7 +884,7 @@ extension Relay {
     package func message(
         posting name: NotificationHub.Name, userInfo: [String: any Sendable], sequence: UInt64
     ) throws(RelayError) -> String {
-        Wire.message(prefix: wirePrefix, sequence: sequence, body: try encodePost(name, userInfo))
+        wireMessage(sequence: sequence, body: try encodePost(name, userInfo))
     }
 
     /// Whether `payload` decodes as a message (nothing else is done with it).

@@ -18,7 +18,8 @@ public enum RelayError: Error, Hashable, Sendable {
     /// The outgoing queue holds ``RelayConfiguration/outboxCapacity``
     /// messages not yet sent: the broker is unreachable or too slow.
     case outboxFull(capacity: Int)
-    /// A configuration value that cannot work (the message says which).
+    /// A configuration value that cannot work (the message says which), such
+    /// as an empty or over-long ``RelayConfiguration/instanceID``.
     case invalidConfiguration(String)
     /// SwiftKVO refused the registration the relay needs, e.g. a key path
     /// that is not an `@Observed` property (``KVOError`` says why). Nothing

@@ -3,19 +3,23 @@ import SwiftKVO
 
 // The relay's messages, one JSON object per broker message (format version 1):
 //
-//   {"o":"<instance>","s":17,"v":1,"t":"post","n":"orders.placed","u":{"count":3}}
-//   {"o":"<instance>","s":18,"v":1,"t":"set","n":"flags.checkout","c":1732480000000123,"x":true}
+//   {"o":"<instance>","i":4711,"s":17,"v":1,"t":"post","n":"orders.placed","u":{"count":3}}
+//   {"o":"<instance>","i":4711,"s":18,"v":1,"t":"set","n":"flags.checkout","c":1732480000000123,"x":true}
 //
-// v: format version; o: the sending instance; s: its sequence number (1, 2, 3…,
-// per instance, one counter for every message it sends); t: "post" (a hub
-// notification, user info in u) or "set" (a property value x, with the
-// writer's clock stamp c). A receiver decodes the envelope first, then the
+// v: format version; o: the sending instance; i: its incarnation (random per
+// relay, so an instance restarted with a fixed id starts a new sequence space;
+// 0 when absent); s: its sequence number (1, 2, 3…, per incarnation, one
+// counter for every message it sends); t: "post" (a hub notification, user
+// info in u) or "set" (a property value x, with the writer's clock stamp c).
+// A signed message (RelaySigning) ends with its key id and signature:
+// …,"k":"<key id>","h":"<hex HMAC-SHA256 of everything before ,"k">"}.
+// A receiver decodes the envelope first, then the
 // body with the types registered for the name: nothing from the wire is
 // trusted before it has decoded as what it claims to be. A message is decoded
 // in one pass: the envelope first, then the body as the name's registration
 // says (looked up while decoding). Receivers accept the members in any
 // order; senders write them in the order above, so that a relay recognizes
-// its own messages by their first bytes, `{"o":"<instance>","s":`.
+// its own messages by their first bytes, `{"o":"<instance>","i":<incarnation>,"s":`.
 //
 // Sending is on every post's path, so messages are written directly: the
 // envelope always, and user info whose values are all `String`, `Int` or
@@ -29,6 +33,45 @@ enum Wire {
     /// How deep untyped user info may nest (arrays and objects).
     static let maximumDepth = 32
 
+    /// Whether `id` may name an instance: 1 to ``maximumInstanceIDBytes``
+    /// bytes of UTF-8, and nothing an application or a log could misread —
+    /// no control or format characters (NUL, ESC, newlines, bidirectional
+    /// overrides, zero-width characters), no line or paragraph separators,
+    /// no unassigned or private-use code points.
+    static func isValidInstanceID(_ id: String) -> Bool {
+        let bytes = id.utf8.count
+        guard bytes > 0, bytes <= maximumInstanceIDBytes else { return false }
+        return id.unicodeScalars.allSatisfy { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .unassigned, .privateUse, .surrogate:
+                false
+            default:
+                true
+            }
+        }
+    }
+
+    /// `text` from the wire as a log metadata value: at most 128 characters,
+    /// control, format and separator characters escaped as `\u{…}`, so a
+    /// value can never end a log line nor colour a terminal.
+    static func loggable(_ text: String) -> String {
+        var output = ""
+        for (offset, scalar) in text.unicodeScalars.enumerated() {
+            guard offset < 128 else {
+                output += "…"
+                break
+            }
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .unassigned, .privateUse, .surrogate,
+                .spaceSeparator where scalar != " ":
+                output += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default:
+                if scalar == "\\" { output += "\\\\" } else { output.unicodeScalars.append(scalar) }
+            }
+        }
+        return output
+    }
+
     enum Kind: String, Decodable {
         case post
         case set
@@ -38,18 +81,21 @@ enum Wire {
     struct Envelope {
         var v: Int
         var o: String
+        var i: UInt64 = 0
         var s: UInt64
+        /// The send time, wall-clock milliseconds: in signed messages only.
+        var w: UInt64? = nil
         var t: Kind
         var n: String
     }
 
     // MARK: Writing
 
-    /// What every message of `instance` starts with, up to its sequence number.
-    static func prefix(instance: String) -> String {
+    /// What every message of `instance`'s `incarnation` starts with, up to its sequence number.
+    static func prefix(instance: String, incarnation: UInt64) -> String {
         var prefix = #"{"o":"#
         appendQuoted(instance, to: &prefix)
-        prefix += #","s":"#
+        prefix += #","i":"# + String(incarnation) + #","s":"#
         return prefix
     }
 
@@ -194,7 +240,9 @@ enum Wire {
             envelope = Envelope(
                 v: try container.decode(Int.self, forKey: DynamicKey("v")),
                 o: try container.decode(String.self, forKey: DynamicKey("o")),
+                i: try container.decodeIfPresent(UInt64.self, forKey: DynamicKey("i")) ?? 0,
                 s: try container.decode(UInt64.self, forKey: DynamicKey("s")),
+                w: try container.decodeIfPresent(UInt64.self, forKey: DynamicKey("w")),
                 t: try container.decode(Kind.self, forKey: DynamicKey("t")),
                 n: try container.decode(String.self, forKey: DynamicKey("n")))
             let resolver = decoder.userInfo[Resolver.codingKey] as? Resolver
@@ -286,7 +334,9 @@ struct UntypedValue: Decodable {
     let value: (any Sendable)?
 
     init(from decoder: any Decoder) throws {
-        guard decoder.codingPath.count <= Wire.maximumDepth else {
+        // The path starts with the user info ("u") and the value's key: what
+        // follows are the arrays and objects this value is nested in.
+        guard decoder.codingPath.count - 2 <= Wire.maximumDepth else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "nested too deep"))
         }
         if var array = try? decoder.unkeyedContainer() {

@@ -31,13 +31,15 @@ extension Wire {
         /// The members of a message, in the order the reader requires them:
         /// `u` last, once the kind and name say how to read it.
         private enum Member: String {
-            case o, s, v, t, n, u
+            case o, i, s, w, v, t, n, u
         }
 
         mutating func post(registration: (Kind, String) -> Registration?) -> Incoming? {
             guard take(UInt8(ascii: "{")) else { return nil }
             var instance: String?
+            var incarnation: UInt64?
             var sequence: UInt64?
+            var sent: UInt64?
             var version: Int?
             var kind: Kind?
             var name: String?
@@ -48,6 +50,12 @@ extension Wire {
                 case .o:
                     guard instance == nil, let value = string() else { return nil }
                     instance = value
+                case .i:
+                    guard incarnation == nil, let value = integer(), !value.negative else { return nil }
+                    incarnation = value.magnitude
+                case .w:
+                    guard sent == nil, let value = integer(), !value.negative else { return nil }
+                    sent = value.magnitude
                 case .s:
                     guard sequence == nil, let value = integer(), !value.negative else { return nil }
                     sequence = value.magnitude
@@ -70,7 +78,8 @@ extension Wire {
             } while take(UInt8(ascii: ","))
             guard take(UInt8(ascii: "}")), atEnd, let instance, let sequence, let version, let kind, let name, let body
             else { return nil }
-            return Incoming(envelope: Envelope(v: version, o: instance, s: sequence, t: kind, n: name), body: body)
+            return Incoming(
+                envelope: Envelope(v: version, o: instance, i: incarnation ?? 0, s: sequence, w: sent, t: kind, n: name), body: body)
         }
 
         /// A flat object of user info, each value as `schema` takes it

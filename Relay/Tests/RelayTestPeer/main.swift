@@ -24,7 +24,7 @@ final class Responder: Sendable {}
 let channel = try RelayChannel(CommandLine.arguments.dropFirst().first ?? "relay_peer")
 var logger = Logger(label: "RelayTestPeer")
 logger.logLevel = .warning
-let relay = Relay(
+let relay = try Relay(
     configuration: RelayConfiguration(postgres: try RelayConfiguration.environment(), channel: channel, logger: logger))
 try relay.bridge(.ping, userInfoTypes: ["n": Int.self])
 try relay.bridge(.pong, userInfoTypes: ["n": Int.self, "counter": Int.self])

@@ -187,11 +187,12 @@ struct RelayTests {
         let unknown = [
             post("no.such.name", 8), #"{"v":1,"o":"mallory","s":9,"t":"set","n":"no.such.property","c":1,"x":1}"#,
         ]
-        let duplicate = [post("relay.test.event", 9, #"{"n":1}"#)]  // sequence 9 was used
         let big = [post("relay.test.marker", 10, #"{"pad":"\#(String(repeating: "x", count: 7800))"}"#)]
         let valid = [post("relay.test.event", 11, #"{"n":42}"#)]
-        try await notifyRaw(malformed + wrongTypes + unknown + duplicate + big + valid, on: channel)
+        let duplicate = valid  // sequence 11 was used
+        try await notifyRaw(malformed + wrongTypes + unknown + big + valid + duplicate, on: channel)
         try await eventually("the valid post after the hostile ones") { events.count == 1 }
+        try await eventually("the duplicate") { b.relay.statistics.droppedDuplicate == 1 }
 
         let statistics = b.relay.statistics
         #expect(statistics.droppedMalformed == malformed.count)

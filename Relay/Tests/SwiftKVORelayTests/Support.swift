@@ -60,17 +60,22 @@ final class RunningRelay: Sendable {
     /// - Parameters:
     ///   - applicationName: The connection's `application_name`, to find its backend.
     ///   - reconnectDelay: The first delay before reconnecting.
+    ///   - instanceID: A fixed id (default: a random one).
+    ///   - logger: Where the relay logs (default: errors only).
+    ///   - configure: Changes to the configuration before the relay is made.
     init(
         channel: RelayChannel, applicationName: String = "relay-test",
-        reconnectDelay: Duration = .milliseconds(50)
+        reconnectDelay: Duration = .milliseconds(50), instanceID: String? = nil, logger: Logger? = nil,
+        configure: (inout RelayConfiguration) -> Void = { _ in }
     ) async throws {
         var connection = try TestServer.connection()
         connection.options.additionalStartupParameters = [("application_name", applicationName)]
         var configuration = RelayConfiguration(
-            postgres: connection, channel: channel, logger: TestServer.quietLogger)
+            postgres: connection, channel: channel, instanceID: instanceID, logger: logger ?? TestServer.quietLogger)
         configuration.initialReconnectDelay = reconnectDelay
         configuration.maximumReconnectDelay = max(reconnectDelay, .milliseconds(500))
-        let relay = Relay(configuration: configuration)
+        configure(&configuration)
+        let relay = try Relay(configuration: configuration)
         self.relay = relay
         task = Task { await relay.run() }
         try await within(.seconds(30)) { try await relay.waitUntilListening() }
@@ -158,6 +163,61 @@ func terminateBackends(of applicationName: String) async throws {
         _ = try await connection.query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(applicationName)",
             logger: TestServer.quietLogger)
+    }
+}
+
+/// Runs `sql` once on a plain PostgresNIO connection (one statement may
+/// notify many times: `SELECT count(pg_notify(…)) FROM generate_series(…)`;
+/// aggregate to one row, since the rows are not read).
+func executeRaw(_ sql: String) async throws {
+    try await withRawConnection { connection in
+        _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestServer.quietLogger)
+    }
+}
+
+/// `text` as a SQL string literal (single quotes doubled; no backslash escapes).
+func sqlLiteral(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+}
+
+/// Records every log entry, for tests that read what the relay logged.
+final class LogRecorder: Sendable {
+    struct Entry: Sendable {
+        let level: Logger.Level
+        let message: String
+        let metadata: Logger.Metadata
+        /// The entry as a line-oriented handler prints it: message, then `key=value` pairs.
+        var rendered: String {
+            ([message] + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
+        }
+    }
+
+    private let entries = Mutex<[Entry]>([])
+
+    var all: [Entry] { entries.withLock { $0 } }
+
+    func logger(level: Logger.Level = .debug) -> Logger {
+        var logger = Logger(label: "SwiftKVORelayTests.recorded") { _ in Handler(recorder: self) }
+        logger.logLevel = level
+        return logger
+    }
+
+    private struct Handler: LogHandler {
+        let recorder: LogRecorder
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        var metadataProvider: Logger.MetadataProvider?
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            var merged = metadata
+            merged.merge(event.metadata ?? [:]) { $1 }
+            recorder.entries.withLock { $0.append(Entry(level: event.level, message: "\(event.message)", metadata: merged)) }
+        }
     }
 }
 

@@ -31,7 +31,7 @@ struct WireTests {
     static func summary(_ message: Wire.Incoming?) -> String? {
         guard let message else { return nil }
         let envelope = message.envelope
-        let head = "\(envelope.v) \(envelope.o) \(envelope.s) \(envelope.t) \(envelope.n)"
+        let head = "\(envelope.v) \(envelope.o) \(envelope.i) \(envelope.s) \(envelope.t) \(envelope.n)"
         switch message.body {
         case .post(let name, let userInfo):
             let values = userInfo.sorted { $0.key < $1.key }.map { "\($0.key)=\(type(of: $0.value)):\($0.value)" }
@@ -54,7 +54,7 @@ struct WireTests {
                         "text": text, "n": n, "flag": flag, RelayOrigin.userInfoKey: RelayOrigin.local,
                     ]
                     let body = try Wire.postBody(name: Self.name.rawValue, userInfo: userInfo)
-                    let payload = Wire.message(prefix: Wire.prefix(instance: "instance-a"), sequence: 7, body: body)
+                    let payload = Wire.message(prefix: Wire.prefix(instance: "instance-a", incarnation: 9), sequence: 7, body: body)
                     for schema in [Self.typed, Self.untyped] {
                         let decoded = try #require(Self.summary(Self.decodedByJSONDecoder(payload, schema: schema)))
                         #expect(decoded.hasSuffix(" post relay.test.wire " + "flag=Bool:\(flag),n=Int:\(n),text=String:\(text)"))
@@ -70,7 +70,7 @@ struct WireTests {
 
     @Test func userInfoWithOtherValuesGoesThroughJSONEncoder() throws {
         let body = try Wire.postBody(name: Self.name.rawValue, userInfo: ["ratio": 0.5, "list": [1, 2], "text": "a"])
-        let payload = Wire.message(prefix: Wire.prefix(instance: "a"), sequence: 1, body: body)
+        let payload = Wire.message(prefix: Wire.prefix(instance: "a", incarnation: 9), sequence: 1, body: body)
         #expect(Self.summary(Self.decodedByJSONDecoder(payload, schema: Self.untyped))?.hasSuffix("ratio=Double:0.5,text=String:a") == true)
         #expect(Self.readDirectly(payload, schema: Self.untyped) == nil)  // an array: left to JSONDecoder
     }
@@ -117,9 +117,9 @@ struct WireTests {
     }
 
     @Test func ownMessagesStartWithTheInstancesPrefix() throws {
-        let prefix = Wire.prefix(instance: #"a "quoted" id"#)
+        let prefix = Wire.prefix(instance: #"a "quoted" id"#, incarnation: 9)
         let body = try Wire.postBody(name: "x", userInfo: [:])
         #expect(Wire.message(prefix: prefix, sequence: 3, body: body).hasPrefix(prefix))
-        #expect(!Wire.message(prefix: Wire.prefix(instance: "a"), sequence: 3, body: body).hasPrefix(prefix))
+        #expect(!Wire.message(prefix: Wire.prefix(instance: "a", incarnation: 9), sequence: 3, body: body).hasPrefix(prefix))
     }
 }

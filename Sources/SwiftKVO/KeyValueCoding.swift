@@ -1,0 +1,297 @@
+//
+// KeyValueCoding.swift — observable keys by name (SPEC §2 item 19).
+//
+// A name is looked up in the class's table of keys by name
+// (`KeyValueObservable.observableKeyPaths`, written by the macro or by hand)
+// and becomes the typed key path it names; a dotted path ("account.name")
+// composes the key paths of each class along the way. From there everything
+// is the typed API: reading, writing (an assignment through the key path,
+// which notifies exactly as one in code does) and observing (the same
+// resolution, key, order, options and lifetimes as the typed observation,
+// so one removes the other and a controller deduplicates across spellings).
+//
+// A resolved path is cached per (class, path) for the life of the process:
+// a lookup by name costs a locked dictionary read, and the typed path is
+// untouched.
+
+import Synchronization
+
+extension KeyValueObservable {
+    /// The value of the observable key `key`, as Apple's `value(forKey:)`.
+    ///
+    /// - Parameter key: A name in the class's ``observableKeyPaths``.
+    /// - Returns: The value (`nil` for an optional property that is `nil`).
+    /// - Throws: ``KVOError/unknownKey`` if the class has no such key.
+    ///
+    /// Thread-safe as reading the property is. Cost: a dictionary lookup
+    /// under a lock, then the key path read.
+    public func value(forKey key: String) throws(KVOError) -> Any? {
+        try value(forKeyPath: key)
+    }
+
+    /// The value at the dotted key path `keyPath` (`"account.name"`), as
+    /// Apple's `value(forKeyPath:)`.
+    ///
+    /// Each name is looked up in the table of the class the previous one
+    /// leads to; a `nil` link makes the whole value `nil`.
+    /// - Throws: ``KVOError/unknownKey`` naming the first unknown name.
+    public func value(forKeyPath keyPath: String) throws(KVOError) -> Any? {
+        guard let (holder, key) = try KeyValueCoding.holder(of: keyPath, from: self) else { return nil }
+        return try KeyValueCoding.path(key, on: type(of: holder)).read(holder)
+    }
+
+    /// The value at `keyPath` (a key or a dotted key path) as a `Value`.
+    ///
+    /// - Throws: ``KVOError/unknownKey``; ``KVOError/typeMismatch`` if the
+    ///   value is not a `Value`.
+    public func value<Value>(forKeyPath keyPath: String, as _: Value.Type) throws(KVOError) -> Value {
+        let path = try KeyValueCoding.path(keyPath, on: type(of: self))
+        guard let value = try self.value(forKeyPath: keyPath) as? Value else {
+            throw KVOError(
+                .typeMismatch,
+                detail: "`\(keyPath)` holds \(_typeName(type(of: path.keyPath).valueType, qualified: false)), not \(Value.self)")
+        }
+        return value
+    }
+
+    /// Sets the observable key `key` to `value`, as Apple's
+    /// `setValue(_:forKey:)`: an assignment through the key path, which
+    /// notifies exactly as the same assignment in code.
+    ///
+    /// - Throws: ``KVOError/unknownKey`` for an unknown key;
+    ///   ``KVOError/typeMismatch`` for a value of another type (or `nil` for a
+    ///   property that is not optional); ``KVOError/unsupportedKeyPath`` for a
+    ///   key that cannot be assigned (a dependent key). Nothing changes then.
+    public func setValue(_ value: Any?, forKey key: String) throws(KVOError) {
+        try setValue(value, forKeyPath: key)
+    }
+
+    /// Sets the value at the dotted key path `keyPath`, as Apple's
+    /// `setValue(_:forKeyPath:)`; see ``setValue(_:forKey:)``. Each link is
+    /// followed to its current object, optional links included; a `nil` link
+    /// is ``KVOError/notFound`` and changes nothing.
+    public func setValue(_ value: Any?, forKeyPath keyPath: String) throws(KVOError) {
+        guard let (holder, key) = try KeyValueCoding.holder(of: keyPath, from: self) else {
+            throw KVOError(.notFound, detail: "`\(keyPath)`: a link on the way is nil")
+        }
+        try KeyValueCoding.path(key, on: type(of: holder)).write(value, keyPath: keyPath, to: holder)
+    }
+
+    /// Observes the key or dotted key path `keyPath` by name, as Apple's
+    /// `addObserver(_:forKeyPath:options:context:)`.
+    ///
+    /// The same observation as ``observe(_:options:changeHandler:)`` with the
+    /// typed key path the name stands for: same key, order, options and
+    /// lifetimes; the values arrive as `Any`.
+    /// - Throws: ``KVOError/unknownKey``, and the refusals of the typed call.
+    public func observe(
+        keyPath: String, options: ObservingOptions = [],
+        changeHandler: @escaping @Sendable (Self, ObservedChange<Any>) -> Void
+    ) throws(KVOError) -> ObservationToken {
+        let path = try KeyValueCoding.path(keyPath, on: type(of: self))
+        return try path.observe(self, options: options) { object, change in
+            changeHandler(unsafeDowncast(object, to: Self.self), change)  // the object observed
+        }
+    }
+
+    /// A mutator for the `@ObservedArray` property `key`, as Apple's
+    /// `mutableArrayValue(forKey:)`: its changes notify insertion, removal and
+    /// replacement with their indexes.
+    ///
+    /// - Throws: ``KVOError/unknownKey``; ``KVOError/typeMismatch`` if the key
+    ///   is not an array of `Element`.
+    public func mutableArrayValue<Element>(
+        forKey key: String, of _: Element.Type
+    ) throws(KVOError) -> ObservedArrayMutator<Self, Element> {
+        // Resolved on the static type: the mutator is typed by it (a
+        // reference of a base class type reaches the base class's keys).
+        let path = try KeyValueCoding.path(key, on: Self.self)
+        guard let keyPath = path.keyPath as? ReferenceWritableKeyPath<Self, [Element]> else {
+            throw KVOError(
+                .typeMismatch,
+                detail: "`\(key)` holds \(_typeName(type(of: path.keyPath).valueType, qualified: false)), not [\(Element.self)]")
+        }
+        return mutableArray(keyPath)
+    }
+}
+
+extension KVOController {
+    /// Observes the key or dotted key path `keyPath` of `object` by name: the
+    /// same observation as the typed key path's (a second registration by
+    /// either spelling is "already observing"; unobserving either removes it).
+    ///
+    /// - Returns: `false` if already observing (nothing changes).
+    /// - Throws: ``KVOError/invalidArgument`` for a `nil` object,
+    ///   ``KVOError/unknownKey``, and the refusals of the typed call.
+    @discardableResult
+    public func observe<Object: KeyValueObservable>(
+        _ object: Object?, keyPath: String, options: ObservingOptions = [],
+        block: @escaping @Sendable (Observer, Object, ObservedChange<Any>) -> Void
+    ) throws(KVOError) -> Bool {
+        guard let object else { throw .invalidArgument }
+        let path = try KeyValueCoding.path(keyPath, on: Object.self)
+        return try path.opening.register(in: self, object: object, options: options, block: block)
+    }
+
+    /// Stops observing `keyPath` (a name) of `object`; see
+    /// ``unobserve(_:_:)``. `false` if it was not observed or is unknown.
+    @discardableResult
+    public func unobserve<Object: KeyValueObservable>(_ object: Object?, keyPath: String) -> Bool {
+        guard let object, let path = try? KeyValueCoding.path(keyPath, on: Object.self) else {
+            return false
+        }
+        return path.opening.unregister(in: self, object: object)
+    }
+}
+
+/// Resolution of names to key paths.
+enum KeyValueCoding {
+    /// The object holding the last key of the dotted `path`, and that key:
+    /// each link before it read on the object it leads to (so optional links
+    /// are followed); `nil` if a link is `nil`.
+    static func holder(
+        of path: String, from object: any KeyValueObservable
+    ) throws(KVOError) -> (object: any KeyValueObservable, key: String)? {
+        var names = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        let key = names.removeLast()
+        var current = object
+        for name in names {
+            guard let value = try Self.path(name, on: type(of: current)).read(current) else { return nil }
+            guard let next = value as? any KeyValueObservable else {
+                throw KVOError(
+                    .unknownKey, detail: "`\(path)`: `\(name)` holds \(Swift.type(of: value)), not an observable object")
+            }
+            current = next
+        }
+        return (current, key)
+    }
+
+    private struct CacheKey: Hashable {
+        let root: ObjectIdentifier
+        let path: String
+    }
+
+    private static let resolved = LockedState([CacheKey: NamedKeyPath]())
+
+    /// The key path `path` names on `root`.
+    static func path(_ path: String, on root: any KeyValueObservable.Type) throws(KVOError) -> NamedKeyPath {
+        let cacheKey = CacheKey(root: ObjectIdentifier(root), path: path)
+        if let cached = resolved.withLock({ $0[cacheKey] }) { return cached }
+        var composed: AnyKeyPath?
+        var owner: Any.Type = root
+        for name in path.split(separator: ".", omittingEmptySubsequences: false) {
+            guard let ownerClass = owner as? any KeyValueObservable.Type,
+                let declared = ownerClass.observableKeyPaths[String(name)],
+                let link = KeyPathRegistry.rerooted(declared, at: owner)
+            else {
+                if owner is any OptionalValue.Type {
+                    throw KVOError(
+                        .unsupportedKeyPath,
+                        detail: "`\(path)`: a link before `\(name)` is optional; it is read and set "
+                            + "through by name, not yet observed")
+                }
+                throw KVOError(
+                    .unknownKey, detail: "`\(path)`: \(_typeName(owner, qualified: false)) has no key `\(name)`")
+            }
+            let appended = composed.map { $0.appending(path: link) } ?? link
+            guard let next = appended else {
+                throw KVOError(.unknownKey, detail: "`\(path)`: `\(name)` does not follow")
+            }
+            composed = next
+            owner = type(of: link).valueType
+        }
+        guard let keyPath = composed as? any ErasedKeyPath else {
+            throw KVOError(.unknownKey, detail: "`\(path)`")
+        }
+        let named = NamedKeyPath(keyPath: keyPath)
+        return resolved.withLock { resolved in
+            if let existing = resolved[cacheKey] { return existing }
+            resolved[cacheKey] = named
+            return named
+        }
+    }
+}
+
+/// A key path reached by name, its value type opened.
+struct NamedKeyPath: @unchecked Sendable {  // key paths are immutable
+    let erased: any ErasedKeyPath
+
+    init(keyPath: any ErasedKeyPath) { self.erased = keyPath }
+
+    var keyPath: AnyKeyPath { erased as! AnyKeyPath }
+
+    func read(_ object: AnyObject) -> Any? { erased.read(object) }
+
+    func write(_ value: Any?, keyPath name: String, to object: AnyObject) throws(KVOError) {
+        try erased.write(value, name: name, to: object)
+    }
+
+    func observe(
+        _ object: AnyObject, options: ObservingOptions,
+        handler: @escaping @Sendable (AnyObject, ObservedChange<Any>) -> Void
+    ) throws(KVOError) -> ObservationToken {
+        try erased.observe(object, options: options, handler: handler)
+    }
+
+    /// The key path opened for a ``KVOController``.
+    var opening: any ControllerKeyPathOpening { erased as! any ControllerKeyPathOpening }
+}
+
+/// A key path whose root is observable, used without naming its types.
+protocol ErasedKeyPath {
+    func read(_ object: AnyObject) -> Any?
+    func write(_ value: Any?, name: String, to object: AnyObject) throws(KVOError)
+    func observe(
+        _ object: AnyObject, options: ObservingOptions,
+        handler: @escaping @Sendable (AnyObject, ObservedChange<Any>) -> Void
+    ) throws(KVOError) -> ObservationToken
+}
+
+extension KeyPath: ErasedKeyPath where Root: KeyValueObservable {
+    func read(_ object: AnyObject) -> Any? {
+        guard let root = object as? Root else { return nil }
+        return flattened(root[keyPath: self])
+    }
+
+    func write(_ value: Any?, name: String, to object: AnyObject) throws(KVOError) {
+        guard let root = object as? Root else { throw .invalidArgument }
+        guard let writable = self as? ReferenceWritableKeyPath<Root, Value> else {
+            throw KVOError(.unsupportedKeyPath, detail: "`\(name)` cannot be assigned (a computed key)")
+        }
+        let typed: Value
+        if let value, let cast = value as? Value {
+            typed = cast
+        } else if value == nil, let optional = Value.self as? any ExpressibleByNilLiteral.Type {
+            typed = optional.init(nilLiteral: ()) as! Value
+        } else {
+            throw KVOError(
+                .typeMismatch,
+                detail: "`\(name)` holds \(Value.self), not \(value.map { "\(type(of: $0))" } ?? "nil")")
+        }
+        root[keyPath: writable] = typed
+    }
+
+    func observe(
+        _ object: AnyObject, options: ObservingOptions,
+        handler: @escaping @Sendable (AnyObject, ObservedChange<Any>) -> Void
+    ) throws(KVOError) -> ObservationToken {
+        guard let root = object as? Root else { throw .invalidArgument }
+        let resolved = try KeyPathRegistry.resolve(self, on: root)
+        guard resolved.kind != .chain else {
+            return try root.observe(self, options: options) { root, change in
+                handler(root, change.map { $0 as Any })
+            }
+        }
+        let box = NamedObservation(
+            Value.self, unmanagedKeyPath: resolved.unmanagedKeyPath,
+            readsInitialValue: options.contains(.new), handler: handler)
+        return try Deliveries.register(root, key: resolved.key, options: options, box: box)
+    }
+}
+
+/// `value` as `Any?`: an optional's wrapped value, or `nil`.
+private func flattened<Value>(_ value: Value) -> Any? {
+    guard let optional = Value.self as? any OptionalValue.Type else { return value }
+    func unwrap<Wrapper: OptionalValue>(_: Wrapper.Type) -> Any? { (value as! Wrapper).wrappedValue }
+    return unwrap(optional)
+}

@@ -1,0 +1,76 @@
+//
+// ObservableDeclarations.swift — what a class declares observable, read from
+// its type metadata.
+//
+// Every `@Observed var name` is stored as a field `_name` of type
+// `Observed<Value>` (`ObservedArray<Element>` likewise). The runtime's field
+// records list each class's stored fields with name, offset and type, for
+// the class alone: walking the superclasses gives everything an object of
+// the class stores. No instance is needed and no getter runs, so this is
+// the declaration itself, not a guess from a value.
+//
+// The registry uses it to decide, before evaluating a key path, whether each
+// of its components can be an observable property at all (a component's
+// value type must be the value type of a declared wrapper of the class the
+// previous link leads to), and never evaluates one that cannot.
+
+@_spi(Reflection) import Swift
+
+/// One observable stored property, as its class declares it.
+struct ObservableDeclaration {
+    /// The property's name (`name` for the field `_name`).
+    let name: String
+    /// The class that declares the field.
+    let declaringClass: AnyClass
+    /// The field's offset in that class's instances.
+    let offset: Int
+    /// The wrapped value's type.
+    let valueType: Any.Type
+}
+
+enum ObservableDeclarations {
+    /// The standard library's `_EachFieldOptions.classType` (a `static var`,
+    /// which Swift 6 will not read from nonisolated code; its value is ABI).
+    private static let classFields = _EachFieldOptions(rawValue: 1 << 0)
+
+    private static let cache = LockedState([ObjectIdentifier: [ObservableDeclaration]]())
+
+    /// The observable properties of `type` and its superclasses (none for a
+    /// type that is not a class). Read once per class, then cached.
+    static func of(_ type: Any.Type) -> [ObservableDeclaration] {
+        guard let type = type as? AnyClass else { return [] }
+        if let cached = cache.withLock({ $0[ObjectIdentifier(type)] }) { return cached }
+        var declarations: [ObservableDeclaration] = []
+        var current: AnyClass? = type
+        while let declaring = current {
+            _ = _forEachField(of: declaring, options: classFields) { name, offset, fieldType, _ in
+                if let storage = fieldType as? any NotifyingStorage.Type {
+                    let field = String(cString: name)
+                    declarations.append(
+                        ObservableDeclaration(
+                            name: field.hasPrefix("_") ? String(field.dropFirst()) : field,
+                            declaringClass: declaring, offset: offset,
+                            valueType: storage.valueType))
+                }
+                return true
+            }
+            current = _getSuperclass(declaring)
+        }
+        return cache.withLock { cache in
+            if let cached = cache[ObjectIdentifier(type)] { return cached }
+            cache[ObjectIdentifier(type)] = declarations
+            return declarations
+        }
+    }
+
+    /// Whether a component whose value type prints as `typeName` can be one of
+    /// the observable properties of `type`.
+    static func declares(_ type: Any.Type, valueTypeNamed typeName: String) -> Any.Type? {
+        of(type).first { _typeName($0.valueType, qualified: false) == typeName }?.valueType
+    }
+}
+
+extension NotifyingStorage {
+    /// The wrapped value's type.
+    static var valueType: Any.Type { Value.self }
+}

@@ -1,0 +1,236 @@
+import Testing
+
+@testable import SwiftKVO
+
+// Key paths are resolved from what is declared (SPEC §2 item 17): every
+// delivered value is what the key path reads, and what cannot be observed is
+// refused at registration, naming the part at fault, without evaluating a key
+// path that could trap.
+
+private final class Wallet: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var balance = 0.0
+    var cents: Double { balance * 100 }
+}
+
+private final class Purse: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var wallet: Wallet?
+    @Observed var pages: [String] = []
+    @ObservedArray var entries: [String] = []
+    init(wallet: Wallet?) { self.wallet = wallet }
+}
+
+private protocol Titled: AnyObject {
+    var title: String { get }
+}
+
+private final class Profile: KeyValueObservable, Titled, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var first = "grace"
+    var title: String { first.uppercased() }
+}
+
+private final class Card: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var title = ""
+    @Observed var profile = Profile()
+    @Observed var owner: any Titled = Profile()
+    var headline: String { "\(title) \(profile.first)" }
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [\Card.headline: [\Card.title, \Card.profile.first]]
+    }
+}
+
+private final class Badge: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var title = ""
+    @Observed var profile: Profile?
+    var label: String { "\(title) \(profile?.first ?? "-")" }
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [\Badge.label: [\Badge.title, \Badge.profile!.first]]
+    }
+}
+
+private class Member: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var name = "ada"
+}
+
+/// Overrides the property with an observer: its key path reads the stored value.
+private final class Staff: Member, @unchecked Sendable {
+    var renames = 0
+    override var name: String { didSet { renames += 1 } }
+}
+
+/// Overrides the property's getter: its key path reads something else.
+private final class Shouter: Member, @unchecked Sendable {
+    override var name: String {
+        get { super.name.uppercased() }
+        set { super.name = newValue }
+    }
+}
+
+/// A dependent key with a computed source that traps when read.
+private final class Shelf: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @ObservedArray var items: [String] = []
+    @Observed var title = ""
+    var firstItem: String { items[0] }  // traps on an empty shelf
+    var headline: String { "\(title) \(firstItem)" }
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [\Shelf.headline: [\Shelf.title, \Shelf.firstItem]]
+    }
+}
+
+@Suite struct KeyPathResolutionTests {
+    // Item 1: a chain ending in a computed property.
+
+    @Test func chainEndingInAComputedPropertyIsRefused() {
+        let purse = Purse(wallet: Wallet())
+        #expect(throws: KVOError.unsupportedKeyPath) {
+            try purse.observe(\.wallet?.cents, options: .new) { _, _ in }
+        }
+        #expect(throws: KVOError.unsupportedKeyPath) {
+            try purse.observe(\.wallet?.balance.magnitude, options: .new) { _, _ in }
+        }
+    }
+
+    @Test func chainThroughAnExistentialLinkIsRefusedNamingTheLink() {
+        let card = Card()
+        do {
+            _ = try card.observe(\.owner.title, options: .new) { _, _ in }
+            Issue.record("a chain through an existential was accepted")
+        } catch {
+            #expect(error == .unsupportedKeyPath)
+            #expect(error.detail?.contains("not a KeyValueObservable class") == true)
+        }
+    }
+
+    @Test func optionalChainRegisteredThroughANilLinkDeliversWhatTheKeyPathReads() throws {
+        let purse = Purse(wallet: nil)
+        let log = Log<String>()
+        let token = try purse.observe(\.wallet?.cents, options: .new) { purse, change in
+            log.append("\(change.newValue.map { "\($0 ?? -1)" } ?? "-")=\(purse.wallet?.cents ?? -1)")
+        }
+        let wallet = Wallet()
+        wallet.balance = 1.5
+        purse.wallet = wallet
+        wallet.balance = 2.5
+        // `cents` could not be checked while the wallet was nil. Once it is
+        // there, a change of what `cents` reads is delivered as the key path
+        // reads it, never as `balance`'s value.
+        #expect(log.values == ["150.0=150.0", "250.0=250.0"])
+        token.invalidate()
+    }
+
+    // Item 4: dependent sources behind a chain or a force-unwrap.
+
+    @Test func dependentKeyWithASourceBehindAChainIsRefusedAtRegistration() {
+        let card = Card()
+        do {
+            _ = try card.observe(\.headline, options: .new) { _, _ in }
+            Issue.record("a dependent key whose source is a chain was accepted")
+        } catch {
+            #expect(error == .unsupportedKeyPath)
+            #expect(error.detail?.contains("source") == true)
+        }
+    }
+
+    @Test func forceUnwrappedDependentSourceNeverTrapsASetter() {
+        let badge = Badge()
+        badge.title = "first assignment"  // trapped on main: the source was evaluated
+        badge.profile = nil
+        #expect(badge.title == "first assignment")
+        #expect(throws: KVOError.forceUnwrappedKeyPath) {
+            try badge.observe(\.label, options: .new) { _, _ in }
+        }
+    }
+
+    // Item 5: overridden properties.
+
+    @Test func overriddenPropertyIsObservedThroughTheSubclassKeyPath() throws {
+        let staff = Staff()
+        let log = Log<String>()
+        let token = try staff.observe(\.name, options: [.old, .new]) { _, change in
+            log.append("\(change.oldValue ?? "-")→\(change.newValue ?? "-")")
+        }
+        staff.name = "grace"
+        #expect(log.values == ["ada→grace"])
+        #expect(staff.renames == 1)
+        token.invalidate()
+    }
+
+    @Test func controllerObservesAnOverriddenPropertyByTheInferredSubclassKeyPath() throws {
+        let staff = Staff()
+        let observer = Observer()
+        let kvo = KVOController(observer: observer)
+        let log = Log<String>()
+        try kvo.observe(staff, \.name, options: .new) { _, _, change in
+            log.append(change.newValue ?? "-")
+        }
+        staff.name = "grace"
+        #expect(log.values == ["grace"])
+        kvo.unobserveAll()
+    }
+
+    @Test func overriddenGetterDeliversWhatTheKeyPathReads() throws {
+        let shouter = Shouter()
+        let log = Log<String>()
+        let token = try shouter.observe(\.name, options: [.initial, .old, .new]) { shouter, change in
+            #expect(change.newValue == nil || change.newValue == shouter.name)
+            log.append("\(change.oldValue ?? "-")→\(change.newValue ?? "-")")
+        }
+        shouter.name = "grace"
+        #expect(log.values == ["-→ADA", "ADA→GRACE"])
+        token.invalidate()
+    }
+
+    // Item 6: subscripts are refused, never evaluated.
+
+    @Test func subscriptKeyPathIsRefusedWithoutEvaluatingIt() {
+        let purse = Purse(wallet: nil)  // `pages` is empty: `pages[0]` would trap
+        #expect(throws: KVOError.unsupportedKeyPath) {
+            try purse.observe(\.pages[0], options: .new) { _, _ in }
+        }
+        #expect(throws: KVOError.unsupportedKeyPath) {
+            try purse.observe(\.entries[0], options: .new) { _, _ in }
+        }
+        let kvo = KVOController(observer: Observer())
+        #expect(kvo.unobserve(purse, \.pages[0]) == false)
+        purse.willChangeValue(for: \.pages[0])
+        purse.didChangeValue(for: \.pages[0])
+    }
+
+    // Item 8: a chain ends when its root dies.
+
+    @Test func chainReleasesItsHandlerWhenItsRootDies() throws {
+        let released = Counter()
+        let wallet = Wallet()
+        var token: ObservationToken?
+        do {
+            let purse = Purse(wallet: wallet)
+            let probe = LifetimeProbe(released)
+            token = try purse.observe(\.wallet?.balance, options: .new) { _, _ in
+                _ = probe
+            }
+        }
+        // The root is gone; its link on the wallet (which lives on) went with
+        // it, and the handler with what it captures is released.
+        _ = Engine.flush()
+        #expect(released.count == 1)
+        #expect(token?.isValid == false)
+        wallet.balance = 1
+        #expect(token?.invalidate() == false)
+    }
+
+    // A setter never reads a dependent key's sources.
+
+    @Test func setterNeverEvaluatesADependentKeysSources() throws {
+        let shelf = Shelf()
+        shelf.title = "x"  // trapped on the attack branch: the computed source was read
+        #expect(shelf.title == "x")
+        shelf.title = "y"
+        #expect(shelf.title == "y")
+    }
+}

@@ -1,0 +1,89 @@
+import Observation
+import Testing
+
+@testable import SwiftKVO
+
+// Swift Observation interop (SPEC §4): a bridged class is seen by
+// `withObservationTracking` and `Observations`; one that is not bridged is not,
+// and pays nothing.
+
+private final class Thermostat: ObservationBridged, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    let observationRegistrar = ObservationRegistrar()
+    @Observed var target = 20.0
+    @ObservedArray var readings: [Double] = []
+    @ObservedSet var zones: Set<String> = []
+}
+
+private final class Plain: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var target = 20.0
+}
+
+@Suite struct ObservationBridgeTests {
+    @Test func withObservationTrackingSeesAnObservedPropertyChange() {
+        let thermostat = Thermostat()
+        let changes = Counter()
+        withObservationTracking {
+            _ = thermostat.target
+        } onChange: {
+            changes.increment()
+        }
+        thermostat.target = 21
+        thermostat.target = 22  // tracking ends after the first change
+        #expect(changes.count == 1)
+    }
+
+    @Test func collectionPropertiesAreTrackedToo() {
+        let thermostat = Thermostat()
+        let changes = Counter()
+        withObservationTracking {
+            _ = thermostat.readings
+            _ = thermostat.zones
+        } onChange: {
+            changes.increment()
+        }
+        thermostat.mutableSet(\.zones).insert("hall")
+        #expect(changes.count == 1)
+        let again = Counter()
+        withObservationTracking { _ = thermostat.readings } onChange: { again.increment() }
+        thermostat.readings.append(1)
+        #expect(again.count == 1)
+    }
+
+    @Test func bothSystemsHearOneAssignmentInTheDocumentedOrder() throws {
+        let thermostat = Thermostat()
+        let log = Log<String>()
+        withObservationTracking { _ = thermostat.target } onChange: {
+            log.append("observation willSet \(thermostat.target)")
+        }
+        let token = try thermostat.observe(\.target, options: [.prior, .new]) { _, change in
+            log.append(change.isPrior ? "kvo prior" : "kvo \(change.newValue ?? 0)")
+        }
+        thermostat.target = 23
+        #expect(log.values == ["observation willSet 20.0", "kvo prior", "kvo 23.0"])
+        token.invalidate()
+    }
+
+    @Test(.timeLimit(.minutes(1))) func observationsSequenceYieldsNewValues() async {
+        let thermostat = Thermostat()
+        let values = Observations { thermostat.target }
+        var iterator = values.makeAsyncIterator()
+        let first = await iterator.next()
+        #expect(first == 20)
+        Task { thermostat.target = 25 }
+        var seen = first
+        while seen != 25, let next = await iterator.next() { seen = next }
+        #expect(seen == 25)
+    }
+
+    @Test func aClassThatIsNotBridgedIsNotTracked() {
+        let plain = Plain()
+        let changes = Counter()
+        withObservationTracking { _ = plain.target } onChange: { changes.increment() }
+        plain.target = 30
+        #expect(changes.count == 0)
+        #expect(Plain.isObservationBridged == false)
+        #expect(Thermostat.isObservationBridged)
+    }
+}
