@@ -133,6 +133,7 @@ struct ckvo_observation {
 	ckvo_release_t release;
 	struct ckvo_owner_group *owner_group; /* NULL: registered without an owner */
 	uint64_t seq;                /* hub-wide registration order */
+	uint64_t origin;             /* removed by the release at this ticket, or 0 (release.c) */
 	/*
 	 * On hub->deferred while DEFERRED, then on a retired chain, then on
 	 * its token page's free records (token.c): never on two at once.
@@ -363,6 +364,16 @@ struct ckvo_ready {
 
 #define CKVO_READY_INITIALIZER { NULL }
 
+/*
+ * A thread waiting for the release queue up to `ticket` (release.c): a
+ * flush, or the runner itself. Follow-ups that a release queues move the
+ * tickets of the waiters that wait for that release.
+ */
+struct ckvo_waiter {
+	uint64_t ticket;
+	struct ckvo_waiter *next;
+};
+
 /* A flush on its way (reclaim.c): what it detached is not queued yet. */
 struct ckvo_flush {
 	uint64_t number;
@@ -400,6 +411,7 @@ struct ckvo_hub {
 	uint64_t queued;              /* observations ever queued: the tickets */
 	uint64_t taken;               /* ... ever taken from the queue by a runner */
 	uint64_t done;                /* ... whose release returned and record went back */
+	struct ckvo_waiter *waiters;  /* threads waiting for `done` to reach their ticket */
 	struct ckvo_flush *flushes;   /* flushes between their detach and their queueing */
 	uint64_t flush_number;        /* flushes ever begun */
 	bool running;                 /* a thread is this hub's runner */
@@ -429,7 +441,7 @@ struct ckvo_thread {
 	unsigned int releasing;    /* release callbacks running on this thread */
 	struct ckvo_hub *reclaiming; /* hub whose background reclaimer this thread is */
 	struct ckvo_hub *running;  /* hub whose releases this thread runs (innermost) */
-	bool queued_more;          /* a release it runs queued more on `running` */
+	uint64_t position;         /* the ticket of the release it runs on `running` */
 };
 
 extern __thread struct ckvo_thread ckvo__thread __attribute__((tls_model("initial-exec")));
@@ -589,6 +601,7 @@ void ckvo__release_enqueue(struct ckvo_hub *hub, ck_stack_entry_t *head, ck_stac
 void ckvo__release_run(struct ckvo_hub *hub);
 void ckvo__release_wait(struct ckvo_hub *hub, uint64_t ticket);
 bool ckvo__release_is_runner(const struct ckvo_hub *hub);
+uint64_t ckvo__release_origin(const struct ckvo_hub *hub);
 void ckvo__release_after_fork_child(struct ckvo_hub *hub);
 
 /* True when the release queue holds releases not yet taken by a runner (under the lock). */

@@ -323,6 +323,8 @@ observation_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
 	if (observation_unlink(hub, obs) != CKVO_STATE_LIVE)
 		return false;
+	/* Removed by a release of this hub: a follow-up of that release (release.c). */
+	obs->origin = ckvo__release_origin(hub);
 	ckvo__retire_observation(hub, obs);
 	return true;
 }
@@ -428,6 +430,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckv
 	obs->release = release;
 	obs->owner_group = NULL;
 	obs->seq = ++hub->next_seq;
+	obs->origin = 0;
 	obs->identity = identity->hash;
 
 	slot = slot_find(hub, info, identity->object);

@@ -26,16 +26,27 @@
  *   ckvo_hub_destroy called from a release of another hub: it must release
  *   everything of the hub it destroys, so it runs that hub's queue there.
  *   No release runs under a hub lock.
- * - A runner runs up to a ticket: what was queued when it began, plus what
- *   the releases it runs queue on the same hub (their own follow-ups). It
- *   never takes over other threads' later work indefinitely: what is left
- *   queued when it stops is the background reclaimer's (reclaimer.c), armed
- *   by the unlock that follows.
+ * - An observation that a release removes from its own hub is that
+ *   release's follow-up: it carries the release's ticket (obs->origin, set
+ *   when it is removed), and whoever queues it after its grace period (the
+ *   release's own strict removal, another thread's poll or flush, the
+ *   background reclaimer) puts it at the front of the queue, just after the
+ *   runner's current chunk, and moves past it the ticket of every waiter at
+ *   or after that origin (hub->waiters). So whoever waits for a release
+ *   also waits for the releases it started by strict removal, whichever
+ *   thread runs them: the effect of the nested calls of old, without their
+ *   stack. Waiters for earlier tickets do not move.
+ * - A runner runs up to a ticket: what was queued when it began, moved by
+ *   the follow-ups of the releases it runs. It never takes over other
+ *   threads' later work indefinitely: what is left queued when it stops is
+ *   the background reclaimer's (reclaimer.c), armed by the unlock that
+ *   follows.
  * - A flush (reclaim.c) takes its ticket after queueing what it detached:
- *   it waits until `done` reaches that ticket and no further. While another
- *   thread is the runner it sleeps on hub->ran; when no thread is, it runs
- *   the queue itself up to its ticket. It never waits for work queued
- *   after it began.
+ *   it waits until `done` reaches that ticket, moved by follow-ups as
+ *   above, and no further. While another thread is the runner it sleeps on
+ *   hub->ran; when no thread is, it runs the queue itself up to its
+ *   ticket. It never waits for work queued after it began other than the
+ *   follow-ups of releases it waits for.
  * - Nothing is held privately across a callback the engine does not
  *   control except a runner's current chunk: a thread that exits inside an
  *   initial callback or a dispatch leaves the queue as it was, and the
@@ -54,21 +65,81 @@ ckvo__release_init(struct ckvo_hub *hub)
 	return pthread_cond_init(&hub->ran, NULL) == 0;
 }
 
+/* Appends the observation at `link` to the queue. */
+static void
+queue_append(struct ckvo_hub *hub, ck_stack_entry_t *link)
+{
+	link->next = NULL;
+	if (hub->queue_tail != NULL)
+		hub->queue_tail->next = link;
+	else
+		hub->queue_head = link;
+	hub->queue_tail = link;
+}
+
+/*
+ * Puts a follow-up of the release at ticket `origin` at the front of the
+ * queue, just after the chunk the runner holds (tickets up to `taken`), so
+ * what was queued behind moves back by one; and every waiter for that
+ * release or a later one now waits for the follow-up too.
+ */
+static void
+queue_follow_up(struct ckvo_hub *hub, ck_stack_entry_t *link, uint64_t origin)
+{
+	link->next = hub->queue_head;
+	hub->queue_head = link;
+	if (hub->queue_tail == NULL)
+		hub->queue_tail = link;
+	for (struct ckvo_waiter *waiter = hub->waiters; waiter != NULL; waiter = waiter->next) {
+		if (waiter->ticket >= origin)
+			waiter->ticket = (waiter->ticket > hub->taken ? waiter->ticket : hub->taken) + 1;
+	}
+}
+
 void
 ckvo__release_enqueue(struct ckvo_hub *hub, ck_stack_entry_t *head, ck_stack_entry_t *tail,
     unsigned int count)
 {
+	ck_stack_entry_t *cursor, *next;
+
 	if (head == NULL)
 		return;
 	tail->next = NULL;
-	if (hub->queue_tail != NULL)
-		hub->queue_tail->next = head;
-	else
-		hub->queue_head = head;
-	hub->queue_tail = tail;
 	hub->queued += count;
-	if (ckvo__thread.running == hub)
-		ckvo__thread.queued_more = true;
+	for (cursor = head; cursor != NULL; cursor = next) {
+		struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, link, cursor);
+
+		next = cursor->next;
+		if (obs->origin != 0)
+			queue_follow_up(hub, cursor, obs->origin);
+		else
+			queue_append(hub, cursor);
+	}
+}
+
+/* The ticket of the release of `hub` this thread is running, or 0. */
+uint64_t
+ckvo__release_origin(const struct ckvo_hub *hub)
+{
+	return ckvo__thread.running == hub && ckvo__thread.releasing != 0 ? ckvo__thread.position : 0;
+}
+
+static void
+waiter_add(struct ckvo_hub *hub, struct ckvo_waiter *waiter, uint64_t ticket)
+{
+	waiter->ticket = ticket;
+	waiter->next = hub->waiters;
+	hub->waiters = waiter;
+}
+
+static void
+waiter_remove(struct ckvo_hub *hub, struct ckvo_waiter *waiter)
+{
+	struct ckvo_waiter **link = &hub->waiters;
+
+	while (*link != waiter)
+		link = &(*link)->next;
+	*link = waiter->next;
 }
 
 /* Whether this thread may run releases now: outside every callback and release. */
@@ -80,22 +151,25 @@ may_run(void)
 
 /*
  * With the lock held and no runner: runs queued releases, as the hub's
- * runner, until `done` reaches `ticket` (or the queue is empty). Drops the
+ * runner, until `done` reaches `ticket`, moved by follow-ups (or the queue
+ * is empty). Drops the
  * lock around each chunk's releases; returns with it held.
  */
 static void
 run(struct ckvo_hub *hub, uint64_t ticket)
 {
 	struct ckvo_hub *outer = ckvo__thread.running;
-	bool outer_more = ckvo__thread.queued_more;
+	uint64_t outer_position = ckvo__thread.position;
+	struct ckvo_waiter self;
 
 	hub->running = true;
 	hub->runner = pthread_self();
 	ckvo__thread.running = hub;
-	ckvo__thread.queued_more = false;
-	while (hub->done < ticket && hub->queue_head != NULL) {
+	/* The follow-ups of the releases it runs move its ticket like any waiter's. */
+	waiter_add(hub, &self, ticket);
+	while (hub->done < self.ticket && hub->queue_head != NULL) {
 		ck_stack_entry_t *chunk = hub->queue_head, *last = chunk, *cursor, *next;
-		uint64_t want = ticket - hub->taken;
+		uint64_t want = self.ticket - hub->taken, position = hub->taken;
 		unsigned int count = 1;
 
 		if (want > CKVO_RELEASE_CHUNK)
@@ -117,6 +191,8 @@ run(struct ckvo_hub *hub, uint64_t ticket)
 			struct ckvo_observation *obs =
 			    CKVO_CONTAINER(struct ckvo_observation, link, cursor);
 
+			/* Its ticket: what it queues is its follow-up (ckvo__release_enqueue). */
+			ckvo__thread.position = ++position;
 			if (obs->release != NULL)
 				obs->release(obs->context);
 		}
@@ -128,16 +204,11 @@ run(struct ckvo_hub *hub, uint64_t ticket)
 		}
 		hub->done += count;
 		(void)pthread_cond_broadcast(&hub->ran);
-		/* Follow-ups its releases queued on this hub are this runner's too. */
-		if (ckvo__thread.queued_more) {
-			ckvo__thread.queued_more = false;
-			if (hub->queued > ticket)
-				ticket = hub->queued;
-		}
 	}
+	waiter_remove(hub, &self);
 	hub->running = false;
 	ckvo__thread.running = outer;
-	ckvo__thread.queued_more = outer_more;
+	ckvo__thread.position = outer_position;
 	(void)pthread_cond_broadcast(&hub->ran);
 }
 
@@ -152,15 +223,19 @@ ckvo__release_run(struct ckvo_hub *hub)
 void
 ckvo__release_wait(struct ckvo_hub *hub, uint64_t ticket)
 {
-	while (hub->done < ticket) {
+	struct ckvo_waiter self;
+
+	waiter_add(hub, &self, ticket);
+	while (hub->done < self.ticket) {
 		if (!hub->running) {
-			run(hub, ticket);
+			run(hub, self.ticket);
 			continue;
 		}
 		ckvo__thread.writing = NULL;
 		(void)pthread_cond_wait(&hub->ran, &hub->lock);
 		ckvo__thread.writing = hub;
 	}
+	waiter_remove(hub, &self);
 }
 
 bool
@@ -174,6 +249,8 @@ ckvo__release_after_fork_child(struct ckvo_hub *hub)
 {
 	/* A waiter or runner of the parent may be listed in the condition: start it afresh. */
 	(void)ckvo__release_init(hub);
+	/* Waiters of vanished threads: their records were on their stacks. */
+	hub->waiters = NULL;
 	if (hub->running && !pthread_equal(hub->runner, pthread_self())) {
 		/* The chunk the vanished runner held is lost with it: count it as done. */
 		hub->done = hub->taken;

@@ -19,6 +19,21 @@ import Testing
         #expect(hub.stats().observations == 0)
     }
 
+    /// A flush waits for the releases of what was removed before it and for the chain of strict
+    /// removals those releases start, also when another thread is the runner: 1,000 links, the
+    /// first removed before the flush and run behind a release that holds the other thread.
+    /// (Before, the flush returned after the first link and the chain went on without it: its
+    /// caller then freed what the rest of the chain used.)
+    @Test func flushWaitsForTheFollowUpsOfReleasesAnotherThreadRuns() {
+        let hub = TestHub()
+        var released = 0
+        let result = ckvots_flush_waits_for_follow_ups(hub.raw, hub.key("chain"), 1_000, &released)
+        #expect(result == 0, "code \(result)")
+        #expect(released == 1_000, "links released when the flush returned")
+        #expect(hub.stats().pending_releases == 0)
+        #expect(hub.stats().observations == 0)
+    }
+
     /// Removals from inside a callback queue releases; none runs inside that callback (so a
     /// release may take a lock the announcer holds), and ckvo_hub_flush from a release is
     /// refused the same way whichever thread runs it.

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -94,6 +95,97 @@ ckvots_release_chain(ckvo_hub_t *hub, ckvo_key_t key, size_t depth, size_t stack
 	free(chain.tokens);
 	free((void *)chain.released);
 	return result;
+}
+
+/* ------------------------------------- follow-ups run by another thread */
+
+struct relay {
+	struct chain chain;
+	atomic_int blocker_running; /* the blocker's release has begun on the runner */
+	atomic_int flushing;        /* the main thread is about to flush */
+	ckvo_token_t blocker;
+	ckvo_token_t first;
+	int status;
+};
+
+/* Runs first in the runner's chunk and holds it until the main thread flushes. */
+static void
+blocker_release(void *context)
+{
+	struct relay *relay = context;
+
+	atomic_store(&relay->blocker_running, 1);
+	while (!atomic_load(&relay->flushing))
+		(void)sched_yield();
+	/* Let the flush reach its wait (not needed for correctness: more often the bad order). */
+	for (int i = 0; i < 100; i++)
+		(void)sched_yield();
+}
+
+static void *
+relay_runner_main(void *argument)
+{
+	struct relay *relay = argument;
+
+	/* Removed in this order, queued in the reverse: the blocker's release runs first. */
+	if (ckvo_unobserve(relay->chain.hub, relay->first) != CKVO_OK ||
+	    ckvo_unobserve(relay->chain.hub, relay->blocker) != CKVO_OK)
+		relay->status = CKVOTS_RELEASE_STATUS;
+	/* Becomes the runner of a chunk holding the blocker and the chain's first link. */
+	if (ckvo_hub_flush(relay->chain.hub) != CKVO_OK)
+		relay->status = CKVOTS_RELEASE_STATUS;
+	return NULL;
+}
+
+int
+ckvots_flush_waits_for_follow_ups(ckvo_hub_t *hub, ckvo_key_t key, size_t depth,
+    size_t *released_when_flush_returned)
+{
+	struct relay relay = { .chain = { hub, key, depth, NULL, NULL, 0, 0 } };
+	struct chain_link *links = calloc(depth, sizeof(*links));
+	pthread_t thread;
+	size_t released = 0;
+	int object;
+
+	relay.chain.tokens = calloc(depth, sizeof(*relay.chain.tokens));
+	relay.chain.released = calloc(depth, sizeof(*relay.chain.released));
+	if (links == NULL || relay.chain.tokens == NULL || relay.chain.released == NULL)
+		return CKVOTS_RELEASE_SETUP;
+	for (size_t i = 0; i < depth; i++) {
+		links[i] = (struct chain_link){ &relay.chain, i };
+		if (ckvo_observe(hub, &object, key, 0, NULL, ignore_change, &links[i], chain_release,
+		    &relay.chain.tokens[i]) != CKVO_OK)
+			return CKVOTS_RELEASE_SETUP;
+	}
+	relay.first = relay.chain.tokens[0];
+	if (ckvo_observe(hub, &object, key, 0, NULL, ignore_change, &relay, blocker_release,
+	    &relay.blocker) != CKVO_OK)
+		return CKVOTS_RELEASE_SETUP;
+	if (pthread_create(&thread, NULL, relay_runner_main, &relay) != 0)
+		return CKVOTS_RELEASE_SETUP;
+	while (!atomic_load(&relay.blocker_running))
+		(void)sched_yield();
+
+	/*
+	 * The first link was removed before this flush and its release has not
+	 * run (it waits behind the blocker, on the other thread): the flush
+	 * waits for it, and so for the chain of strict removals it starts.
+	 */
+	atomic_store(&relay.flushing, 1);
+	if (ckvo_hub_flush(hub) != CKVO_OK)
+		relay.status = CKVOTS_RELEASE_STATUS;
+	for (size_t i = 0; i < depth; i++)
+		released += atomic_load(&relay.chain.released[i]);
+	*released_when_flush_returned = released;
+
+	pthread_join(thread, NULL);
+	(void)ckvo_hub_flush(hub);
+	if (relay.status == 0 && atomic_load(&relay.chain.failures) != 0)
+		relay.status = CKVOTS_RELEASE_NESTED_STATUS;
+	free(links);
+	free(relay.chain.tokens);
+	free((void *)relay.chain.released);
+	return relay.status;
 }
 
 /* ------------------------------------------------ releases and dispatch */

@@ -329,6 +329,17 @@ enum {
 int ckvots_release_chain(ckvo_hub_t *hub, ckvo_key_t key, size_t depth, size_t stack_bytes);
 
 /*
+ * Another thread removes the first of a chain of `depth` observations (each
+ * release strictly removes the next) and one whose release holds that
+ * thread, as the runner, until this thread flushes; then this thread
+ * flushes. Stores how many links were released when that flush returned
+ * (all of them: the flush waits for the first link's release and the
+ * follow-ups it starts). Returns 0 or a CKVOTS_RELEASE_* code.
+ */
+int ckvots_flush_waits_for_follow_ups(ckvo_hub_t *hub, ckvo_key_t key, size_t depth,
+    size_t *released_when_flush_returned);
+
+/*
  * Three dispatches, each holding the announcer's (error-checking) mutex, whose
  * callback removes 64 observations; then a flush. Reports how many releases
  * ran inside that callback on the same thread, how many found the announcer's
