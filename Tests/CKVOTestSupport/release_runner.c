@@ -273,6 +273,15 @@ ckvots_releases_inside_dispatch(ckvo_hub_t *hub, ckvo_key_t key, size_t *release
 	*released_inside = atomic_load(&inside->released_inside);
 	*announcer_deadlocks = atomic_load(&inside->announcer_deadlock);
 	*flush_status = inside->flush_status;
+	/*
+	 * The observations no callback removed still name `inside` in their
+	 * contexts: release them before it is freed, not when the hub is
+	 * destroyed (they would lock a freed mutex).
+	 */
+	while (inside->next < 256)
+		(void)ckvo_unobserve(hub, inside->tokens[inside->next++]);
+	if (ckvo_hub_flush(hub) != CKVO_OK || atomic_load(&inside->released) != 256)
+		return CKVOTS_RELEASE_NOT_ONCE;
 	pthread_mutex_destroy(&inside->announcer);
 	free(inside);
 	free(contexts);
