@@ -568,6 +568,7 @@ void ckvo__identity_insert(struct ckvo_hub *hub, struct ckvo_observation *obs);
 void ckvo__identity_remove(struct ckvo_hub *hub, struct ckvo_observation *obs);
 void ckvo__identities_destroy(struct ckvo_hub *hub);
 unsigned long ckvo__group_hash(const ck_hs_t *hs, const void *pointer);
+bool ckvo__groups_resize(ck_hs_t *hs);
 
 /*
  * Adds `delta` to a counter that readers load lock-free but only writers

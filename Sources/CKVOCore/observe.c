@@ -38,17 +38,25 @@
 /* --------------------------------------------------------------- groups */
 
 /*
- * ck_hs never shrinks: a set that held more than CKVO_GROUPS_SHRINK groups
- * since it was last sized is reset to its initial size when its last group
- * goes (hysteresis: a hub whose few groups come and go never reallocates).
+ * ck_hs never shrinks. A set that held more than CKVO_GROUPS_SHRINK groups
+ * since it was last sized is sized again once fewer than 1/16 of that peak
+ * remain: reset when empty, else rebuilt around what is left (table.c). At
+ * least 15/16 of the peak went between two resizes, so the copy is
+ * amortized O(1) per removal; a hub whose few groups come and go never
+ * reallocates.
  */
 #define CKVO_GROUPS_SHRINK 1024u
 
 static void
 groups_removed(ck_hs_t *set, uint32_t *peak)
 {
-	if (ck_hs_count(set) == 0 && *peak > CKVO_GROUPS_SHRINK && ck_hs_reset_size(set, 32))
-		*peak = 0;
+	unsigned long count = ck_hs_count(set);
+
+	if (*peak <= CKVO_GROUPS_SHRINK || count * 16 >= *peak)
+		return;
+	/* Out of memory: it keeps its size until the next removal tries again. */
+	if (count == 0 ? ck_hs_reset_size(set, 32) : ckvo__groups_resize(set))
+		*peak = (uint32_t)count;
 }
 
 static void
@@ -57,7 +65,6 @@ groups_added(ck_hs_t *set, uint32_t *peak)
 	if (ck_hs_count(set) > *peak)
 		*peak = (uint32_t)ck_hs_count(set);
 }
-
 
 static struct ckvo_owner_group *
 owner_group_get(struct ckvo_hub *hub, const void *owner, bool create)

@@ -325,3 +325,31 @@ ckvo__group_hash(const ck_hs_t *hs, const void *pointer)
 {
 	return ckvo__hash_pointer(pointer, hs->seed);
 }
+
+/*
+ * Moves the groups of `hs` into a new set sized for them and frees the old
+ * map at once: only writers ever read these sets, under the lock, so no
+ * reader can be probing it. False (and `hs` unchanged) when out of memory.
+ */
+bool
+ckvo__groups_resize(ck_hs_t *hs)
+{
+	ck_hs_iterator_t iterator = CK_HS_ITERATOR_INITIALIZER;
+	unsigned long count = ck_hs_count(hs);
+	ck_hs_t fresh;
+	void *group;
+
+	/* Room for twice the groups: ck_hs grows at half full, so no put below allocates. */
+	if (!ck_hs_init(&fresh, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, group_hash, group_equal,
+	    &ckvo__hs_allocator, count * 4 < 32 ? 32 : count * 4, hs->seed))
+		return false;
+	while (ck_hs_next(hs, &iterator, &group)) {
+		if (!ck_hs_put(&fresh, ckvo__group_hash(&fresh, *(const void *const *)group), group)) {
+			ck_hs_destroy(&fresh);
+			return false;
+		}
+	}
+	ck_hs_destroy(hs);
+	*hs = fresh;
+	return true;
+}

@@ -378,6 +378,16 @@ int ckvots_exit_inside_initial_callback(ckvo_hub_t *hub, ckvo_key_t key, size_t 
 int ckvots_memory_targets(ckvo_hub_t *hub, ckvo_key_t key, size_t *empty, size_t *survivors,
     size_t *after_spike);
 
+/*
+ * The same with distinct objects and owners (one object group and one owner
+ * group per observation): 200,000 with every 512th kept, flushed; then a
+ * spike of 500,000 of which one stays, flushed. Stores the bytes at the
+ * start, after the first flush and after the spike; removes the last one.
+ * Returns 0, or -1.
+ */
+int ckvots_memory_targets_objects(ckvo_hub_t *hub, ckvo_key_t key, size_t *empty,
+    size_t *survivors, size_t *after_spike);
+
 /* ------------------------------------------------------ self_removal.c */
 
 /*
