@@ -388,6 +388,30 @@ int ckvots_memory_targets(ckvo_hub_t *hub, ckvo_key_t key, size_t *empty, size_t
 int ckvots_memory_targets_objects(ckvo_hub_t *hub, ckvo_key_t key, size_t *empty,
     size_t *survivors, size_t *after_spike);
 
+/* -------------------------------------------------- probe_contention.c */
+
+/* What ckvots_probe_contention saw. */
+struct ckvots_probe_contention_result {
+	size_t announced;   /* the checker's announcements that returned CKVO_OK */
+	size_t delivered;   /* calls of the observation registered throughout */
+	size_t zero_reads;  /* reads of the key's probe that said "no observers" */
+	size_t failures;    /* unexpected statuses */
+	uint64_t observations_after;       /* the probe's counters once the churn */
+	uint64_t prior_observations_after; /* is over and flushed (1 and 0 expected) */
+};
+
+/*
+ * Registers one observation of (object, key) that stays registered, then
+ * starts `churners` threads that each run `iterations` registrations and
+ * removals of other observations of `key` (by token, owner, object, from
+ * their own callback, duplicates, every object, prior), all released by a
+ * barrier, while this thread reads the key's probe and announces changes of
+ * the object until they finish. Flushes, removes the persistent observation,
+ * flushes again. Returns 0, or -1 when out of memory.
+ */
+int ckvots_probe_contention(ckvo_hub_t *hub, ckvo_key_t key, unsigned churners, size_t iterations,
+    struct ckvots_probe_contention_result *result);
+
 /* ------------------------------------------------------ self_removal.c */
 
 /*
