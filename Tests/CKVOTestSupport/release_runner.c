@@ -474,6 +474,11 @@ ckvots_exit_inside_initial_callback(ckvo_hub_t *hub, ckvo_key_t key, size_t *rel
 	if (ckvo_hub_flush(hub) != CKVO_OK)
 		return CKVOTS_RELEASE_STATUS;
 	*released = atomic_load(&state->released);
-	/* The test destroys the hub, which may still hold observations naming `state`: leak it. */
+	/* Nothing may name `state` once it is freed: its observers (contexts) and the exited registration (object). */
+	(void)ckvo_unobserve_object(hub, state);
+	(void)ckvo_unobserve_object(hub, &state->next);
+	if (ckvo_hub_flush(hub) != CKVO_OK)
+		return CKVOTS_RELEASE_STATUS;
+	free(state);
 	return 0;
 }
