@@ -268,6 +268,8 @@ struct ckvo_key_array {
 /* A token is generation << CKVO_TOKEN_INDEX_BITS | record index (token.c). */
 #define CKVO_TOKEN_INDEX_BITS CKVO_TAG_GENERATION_SHIFT
 #define CKVO_TOKEN_PAGES_MAX (1u << (CKVO_TOKEN_INDEX_BITS - CKVO_TOKEN_PAGE_BITS))
+/* Empty token pages a hub keeps for reuse (token.c): churn's records in flight. */
+#define CKVO_TOKEN_SPARE_PAGES 8u
 /* Generations a hub takes from the process-wide sequence at once. */
 #define CKVO_GENERATION_BLOCK 1024u
 
@@ -301,6 +303,7 @@ struct ckvo_tokens {
 	uint32_t *vacant;       /* stack of directory entries whose page was freed */
 	uint32_t vacant_count;
 	uint32_t pages;         /* directory entries ever filled */
+	uint32_t spares;        /* pages kept with no record in use (at most CKVO_TOKEN_SPARE_PAGES) */
 };
 
 /* ---------------------------------------------------------------- groups */

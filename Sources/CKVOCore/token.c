@@ -38,13 +38,14 @@
  * - Records are handed out and returned under the writer lock, from pages
  *   that have one not in use. A page whose records are all returned leaves
  *   the directory and is freed after a grace period (a reader holding an old
- *   token may still be loading a tag from it), unless it is the only page
- *   with a free record: that one stays as the spare, so a hub whose only
- *   observation comes and goes allocates nothing (hysteresis of one page).
+ *   token may still be loading a tag from it), unless fewer than
+ *   CKVO_TOKEN_SPARE_PAGES empty pages are kept: those stay as spares, so
+ *   churn, whose records come back a batch of CKVO_RECLAIM_BATCH at a time,
+ *   allocates nothing (hysteresis of 8 pages, about 10 KB).
  *   Its directory entry may be filled again by a new page: the generations
  *   its records get are new.
  * - Memory held: the live records' pages (at worst one page of 16 for each
- *   live observation, 1.2 KB), one spare page, the directory (8 bytes per
+ *   live observation, 1.3 KB), eight spare pages, the directory (8 bytes per
  *   page at the peak) and the stack of vacant entries (4 bytes per page at
  *   the peak); counted in hub->bytes.
  */
@@ -141,6 +142,7 @@ page_create(struct ckvo_hub *hub, struct ckvo_tokens *tokens)
 		tokens->vacant_count--;
 	else
 		tokens->pages++;
+	tokens->spares++; /* empty until ckvo__token_take hands out its first record */
 	free_pages_add(tokens, page);
 	CKVO_TSAN_RELEASE(page);
 	ck_pr_fence_store();
@@ -197,7 +199,8 @@ ckvo__token_take(struct ckvo_hub *hub)
 	page->free = obs->link.next;
 	if (page->free == NULL)
 		free_pages_remove(tokens, page);
-	page->in_use++;
+	if (page->in_use++ == 0)
+		tokens->spares--;
 	/*
 	 * A reader holding an old token may load the tag, and finds the new
 	 * generation; nothing else of the record is reachable until it is live.
@@ -232,9 +235,16 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	record_poison(obs);
 	if (--page->in_use != 0)
 		return;
-	/* The only page with a free record stays, as the spare: no malloc per cycle. */
-	if (tokens->free_pages == page && page->free_next == NULL)
+	/*
+	 * Up to CKVO_TOKEN_SPARE_PAGES empty pages stay, as spares: records
+	 * come back a batch at a time after their grace period, so churn has
+	 * about CKVO_RECLAIM_BATCH records in flight, and without spares it
+	 * would allocate and free their pages every batch.
+	 */
+	if (tokens->spares < CKVO_TOKEN_SPARE_PAGES) {
+		tokens->spares++;
 		return;
+	}
 
 	/* Every record is back: the page goes, its directory entry is vacant. */
 	if ((tokens->vacant_count & (tokens->vacant_count + 1)) == 0) {
@@ -243,8 +253,10 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 		uint32_t *grown = realloc(tokens->vacant,
 		    ((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown));
 
-		if (grown == NULL)
-			return; /* the page stays, still usable */
+		if (grown == NULL) {
+			tokens->spares++; /* the page stays, empty and still usable */
+			return;
+		}
 		tokens->vacant = grown;
 		ckvo__bytes(hub, (ptrdiff_t)(((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown)) -
 		    (ptrdiff_t)before);
