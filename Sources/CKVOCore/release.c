@@ -186,6 +186,15 @@ run(struct ckvo_hub *hub, uint64_t ticket)
 
 		ckvo__thread.writing = NULL;
 		(void)pthread_mutex_unlock(&hub->lock);
+		/*
+		 * Every dispatch that could reach these observations left its read
+		 * section before the scan that made them ready (reclaim.c): pairs
+		 * with the release in ckvo__read_end, for ThreadSanitizer, which
+		 * cannot see the epoch. What follows (the releases, then the records
+		 * given back and reused by later registrations through the hub
+		 * lock) happens after those dispatches' reads of the records.
+		 */
+		CKVO_TSAN_ACQUIRE(&ckvo__epoch);
 		ckvo__thread.releasing++;
 		for (cursor = chunk; cursor != NULL; cursor = cursor->next) {
 			struct ckvo_observation *obs =
