@@ -47,6 +47,7 @@ help:
 	@echo "make fuzz     FUZZ_SECONDS=60: libFuzzer on the C API against a model, corpus in Tests/Fuzz"
 	@echo "make soak     SOAK_SECONDS=60: every workload at once, exact accounting, memory back to baseline"
 	@echo "make soak-tsan  SOAK_TSAN_SECONDS=20: the soak in the ThreadSanitizer build of make tsan"
+	@echo "make engine-graph  which engine files call which, and the cycles among them (Tools/engine_graph.py)"
 	@echo "make perf-check  instructions and allocations per hot operation (callgrind) against the baseline"
 	@echo "make perf-baseline  measure again and rewrite Tests/PerfCheck/baseline.tsv (commit it, saying why)"
 	@echo "make relay-test   SwiftKVORelay (Relay/) against a private PostgreSQL it starts and stops"
@@ -211,6 +212,12 @@ soak-tsan: deps
 		Soak --seconds $(SOAK_TSAN_SECONDS)
 
 # ----------------------------------------------------------- performance gate
+
+# The engine's file-level call graph: an edge A -> B when A.c calls a non-static function of B.c.
+.PHONY: engine-graph
+engine-graph:
+	@echo "== engine-graph: calls between Sources/CKVOCore/*.c"
+	python3 Tools/engine_graph.py Sources/CKVOCore
 
 # make perf-check (Tests/PerfCheck/README.md): fixed-iteration fixtures of the hot operations,
 # counted under callgrind (instructions and heap allocations per operation, which repeat exactly

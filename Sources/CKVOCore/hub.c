@@ -128,8 +128,16 @@ ckvo_hub_create(void)
 		free(hub);
 		return NULL;
 	}
+	if (!ckvo__release_init(hub)) {
+		(void)pthread_cond_destroy(&hub->wake);
+		(void)pthread_mutex_destroy(&hub->lock);
+		free(hub);
+		return NULL;
+	}
 	ck_stack_init(&hub->deferred);
 	hub->poll_at = CKVO_RECLAIM_BATCH;
+	/* Plus what the tables grow by (their initial sizes are a constant a few KB). */
+	hub->bytes = sizeof(*hub);
 
 	if (ckvo__slotmap_init(&hub->slots))
 		initialized++;
@@ -141,6 +149,7 @@ ckvo_hub_create(void)
 		initialized++;
 	if (initialized != 4) {
 		tables_destroy(hub, initialized);
+		(void)pthread_cond_destroy(&hub->ran);
 		(void)pthread_cond_destroy(&hub->wake);
 		(void)pthread_mutex_destroy(&hub->lock);
 		free(hub);
@@ -156,9 +165,10 @@ ckvo_hub_flush(ckvo_hub_t *hub)
 {
 	if (hub == NULL)
 		return CKVO_EINVAL;
-	if (ckvo__in_read_section())
+	/* Inside a release: the running one was removed before the call and cannot be waited for. */
+	if (ckvo__in_read_section() || ckvo__thread.releasing != 0)
 		return CKVO_EDEADLK;
-	ckvo__reclaim_flush(hub);
+	ckvo__reclaim_flush(hub, true);
 	return CKVO_OK;
 }
 
@@ -170,7 +180,8 @@ ckvo_hub_stats(ckvo_hub_t *hub, ckvo_hub_stats_t *stats)
 	(void)pthread_mutex_lock(&hub->lock);
 	stats->observations = hub->observations;
 	stats->keys = hub->key_count;
-	stats->pending_releases = hub->retired - ck_pr_load_64(&hub->released);
+	stats->pending_releases = hub->retired - hub->done;
+	stats->bytes = hub->bytes;
 	(void)pthread_mutex_unlock(&hub->lock);
 	return CKVO_OK;
 }
@@ -186,6 +197,12 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 		return CKVO_EINVAL;
 	if (ckvo__in_read_section() || ckvo__thread.reclaiming == hub)
 		return CKVO_EDEADLK;
+	/* From one of its own releases, whichever thread runs it: the same refusal. */
+	(void)pthread_mutex_lock(&hub->lock);
+	busy = ckvo__release_is_runner(hub);
+	(void)pthread_mutex_unlock(&hub->lock);
+	if (busy)
+		return CKVO_EDEADLK;
 
 	registry_remove(hub);
 	ckvo__reclaimer_stop(hub);
@@ -193,12 +210,12 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 		ckvo__hub_lock(hub);
 		busy = ckvo__remove_all(hub);
 		ckvo__hub_unlock(hub);
-		ckvo__reclaim_flush(hub);
+		ckvo__reclaim_flush(hub, true);
 		/* A release may have registered or removed again. */
 		ckvo__hub_lock(hub);
 		busy = busy || hub->observations != 0 ||
-		    ckvo__reclaim_pending(hub) != 0 ||
-		    CK_STACK_FIRST(&hub->deferred) != NULL;
+		    ckvo__reclaim_pending(hub) != 0 || ckvo__release_queued(hub) ||
+		    hub->running || CK_STACK_FIRST(&hub->deferred) != NULL;
 		ckvo__thread.writing = NULL;
 		(void)pthread_mutex_unlock(&hub->lock);
 	} while (busy);
@@ -207,6 +224,7 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 	ckvo__identities_destroy(hub);
 	ckvo__keys_destroy(hub);
 	ckvo__tokens_destroy(hub);
+	(void)pthread_cond_destroy(&hub->ran);
 	(void)pthread_cond_destroy(&hub->wake);
 	(void)pthread_mutex_destroy(&hub->lock);
 	free(hub);

@@ -67,20 +67,27 @@
  * new generation, only after a grace period (reclaim.c).
  */
 enum ckvo_state {
-	CKVO_STATE_INSTALLING = 0, /* being registered: no token finds it live */
-	CKVO_STATE_LIVE = 1,       /* dispatch calls it */
-	CKVO_STATE_DEFERRED = 2,   /* a reader marked it dead; a writer removes it */
-	CKVO_STATE_REMOVED = 3,    /* unindexed by a writer; never called again */
+	CKVO_STATE_INSTALLING = 0, /* being registered, not reachable yet: no token finds it */
+	CKVO_STATE_PUBLISHED = 1,  /* reachable by dispatch, its registration still under way:
+	                            * only a reader's deferral may move it (to DEFERRED) */
+	CKVO_STATE_LIVE = 2,       /* dispatch calls it */
+	CKVO_STATE_DEFERRED = 3,   /* a reader marked it dead; a writer removes it */
+	CKVO_STATE_REMOVED = 4,    /* unindexed by a writer; never called again */
 };
 
 /*
- * An observation's tag: generation << 32 | options << 8 | state. One word,
+ * An observation's tag: generation << 24 | options << 8 | state. One word,
  * so that a reader's compare-and-swap to DEFERRED (ckvo_unobserve_deferred)
- * can only hit the generation its token names.
+ * can only hit the generation its token names. A generation is 40 bits,
+ * drawn from one process-wide sequence (token.c), never from the record.
  */
 #define CKVO_TAG_STATE_MASK 0xffu
 #define CKVO_TAG_OPTIONS_SHIFT 8
-#define CKVO_TAG_GENERATION_SHIFT 32
+#define CKVO_TAG_GENERATION_SHIFT 24
+#define CKVO_GENERATION_BITS 40
+_Static_assert(CKVO_TAG_GENERATION_SHIFT + CKVO_GENERATION_BITS == 64, "a tag is one word");
+_Static_assert((CKVO_OPTIONS_ALL >> (CKVO_TAG_GENERATION_SHIFT - CKVO_TAG_OPTIONS_SHIFT)) == 0,
+    "options fit below the generation");
 
 static inline unsigned int
 ckvo__tag_state(uint64_t tag)
@@ -91,17 +98,18 @@ ckvo__tag_state(uint64_t tag)
 static inline ckvo_options_t
 ckvo__tag_options(uint64_t tag)
 {
-	return (ckvo_options_t)((uint32_t)tag >> CKVO_TAG_OPTIONS_SHIFT);
-}
-
-static inline uint32_t
-ckvo__tag_generation(uint64_t tag)
-{
-	return (uint32_t)(tag >> CKVO_TAG_GENERATION_SHIFT);
+	return (ckvo_options_t)((uint32_t)tag >> CKVO_TAG_OPTIONS_SHIFT) &
+	    ((1u << (CKVO_TAG_GENERATION_SHIFT - CKVO_TAG_OPTIONS_SHIFT)) - 1);
 }
 
 static inline uint64_t
-ckvo__tag_make(uint32_t generation, ckvo_options_t options, unsigned int state)
+ckvo__tag_generation(uint64_t tag)
+{
+	return tag >> CKVO_TAG_GENERATION_SHIFT;
+}
+
+static inline uint64_t
+ckvo__tag_make(uint64_t generation, ckvo_options_t options, unsigned int state)
 {
 	return ((uint64_t)generation << CKVO_TAG_GENERATION_SHIFT) |
 	    ((uint64_t)options << CKVO_TAG_OPTIONS_SHIFT) | state;
@@ -125,6 +133,7 @@ struct ckvo_observation {
 	ckvo_release_t release;
 	struct ckvo_owner_group *owner_group; /* NULL: registered without an owner */
 	uint64_t seq;                /* hub-wide registration order */
+	uint64_t origin;             /* removed by the release at this ticket, or 0 (release.c) */
 	/*
 	 * On hub->deferred while DEFERRED, then on a retired chain, then on
 	 * its token page's free records (token.c): never on two at once.
@@ -250,8 +259,19 @@ struct ckvo_key_array {
 
 /* ----------------------------------------------------------------- tokens */
 
-#define CKVO_TOKEN_PAGE_BITS 9
+/*
+ * 16 records a page: one survivor pins 1.2 KB, not a page of 512 (37 KB),
+ * and the directory costs half a byte a record.
+ */
+#define CKVO_TOKEN_PAGE_BITS 4
 #define CKVO_TOKEN_PAGE_SIZE (1u << CKVO_TOKEN_PAGE_BITS)
+/* A token is generation << CKVO_TOKEN_INDEX_BITS | record index (token.c). */
+#define CKVO_TOKEN_INDEX_BITS CKVO_TAG_GENERATION_SHIFT
+#define CKVO_TOKEN_PAGES_MAX (1u << (CKVO_TOKEN_INDEX_BITS - CKVO_TOKEN_PAGE_BITS))
+/* Empty token pages a hub keeps for reuse (token.c): churn's records in flight. */
+#define CKVO_TOKEN_SPARE_PAGES 8u
+/* Generations a hub takes from the process-wide sequence at once. */
+#define CKVO_GENERATION_BLOCK 1024u
 
 /* The observation records of CKVO_TOKEN_PAGE_SIZE consecutive indexes. */
 struct ckvo_token_page {
@@ -266,12 +286,11 @@ struct ckvo_token_page {
 };
 
 /*
- * Page directory; replaced by a larger copy, older ones kept until the hub
- * dies. Only the current one is walked: an older one may point to a page
- * that has since been freed.
+ * Page directory; replaced by a larger copy, the older one retired through
+ * the epoch (a reader may still be loading a page pointer from it).
  */
 struct ckvo_token_dir {
-	struct ckvo_token_dir *older;
+	ck_epoch_entry_t retire;
 	uint32_t capacity; /* pages */
 	struct ckvo_token_page *pages[];
 };
@@ -280,10 +299,11 @@ struct ckvo_tokens {
 	struct ckvo_token_dir *dir; /* published (atomic) */
 	/* Writer-only. */
 	struct ckvo_token_page *free_pages; /* pages with a record not in use */
-	uint32_t *generations;  /* per directory entry: the newest generation of a freed page */
+	uint64_t generation_next, generation_end; /* this hub's block of generations */
 	uint32_t *vacant;       /* stack of directory entries whose page was freed */
 	uint32_t vacant_count;
 	uint32_t pages;         /* directory entries ever filled */
+	uint32_t spares;        /* pages kept with no record in use (at most CKVO_TOKEN_SPARE_PAGES) */
 };
 
 /* ---------------------------------------------------------------- groups */
@@ -335,13 +355,34 @@ struct ckvo_retired {
 	unsigned int observations; /* retired observations */
 };
 
-/* What became ready to run after a grace period (reclaim.c). */
+/*
+ * Memory that became free to reclaim after a grace period (reclaim.c):
+ * ck_epoch_entry_t stack entries, freed by the thread that took them once
+ * it has dropped the lock. Observations past their grace period go to the
+ * hub's release queue instead (release.c).
+ */
 struct ckvo_ready {
-	ck_stack_entry_t *entries;      /* ck_epoch_entry_t stack entries */
-	ck_stack_entry_t *observations; /* observation links */
+	ck_stack_entry_t *entries;
 };
 
-#define CKVO_READY_INITIALIZER { NULL, NULL }
+#define CKVO_READY_INITIALIZER { NULL }
+
+/*
+ * A thread waiting for the release queue up to `ticket` (release.c): a
+ * flush, or the runner itself. Follow-ups that a release queues move the
+ * tickets of the waiters that wait for that release.
+ */
+struct ckvo_waiter {
+	uint64_t ticket;
+	struct ckvo_waiter *next;
+};
+
+/* A flush on its way (reclaim.c): what it detached is not queued yet. */
+struct ckvo_flush {
+	uint64_t number;
+	bool queued;
+	struct ckvo_flush *next;
+};
 
 struct ckvo_hub {
 	pthread_mutex_t lock;         /* serializes writers */
@@ -357,16 +398,28 @@ struct ckvo_hub {
 	struct ckvo_identities identities; /* observation identity → observation */
 	ck_hs_t owners;               /* owner → owner group */
 	ck_hs_t objects;              /* object → object group */
+	uint32_t owners_peak, objects_peak; /* most groups since last sized (observe.c) */
 	uint64_t next_seq;
 	size_t observations;
+	size_t bytes;                 /* held by the engine for this hub, garbage included */
 
 	/* Reclamation (reclaim.c), under `lock` unless noted. */
 	struct ckvo_retired fresh;    /* retired since the last scan that saw readers settle */
 	struct ckvo_retired aged;     /* retired before it: one more such scan frees them */
 	unsigned int poll_at;         /* poll once fresh + aged hold this many */
-	unsigned int finishing;       /* threads running reclaimed entries after unlock (atomic) */
 	uint64_t retired;             /* observations retired */
-	uint64_t released;            /* observations past their grace period (atomic) */
+
+	/* The release queue (release.c), under `lock`. */
+	ck_stack_entry_t *queue_head, *queue_tail; /* past their grace period, oldest first */
+	uint64_t queued;              /* observations ever queued: the tickets */
+	uint64_t taken;               /* ... ever taken from the queue by a runner */
+	uint64_t done;                /* ... whose release returned and record went back */
+	struct ckvo_waiter *waiters;  /* threads waiting for `done` to reach their ticket */
+	struct ckvo_flush *flushes;   /* flushes between their detach and their queueing */
+	uint64_t flush_number;        /* flushes ever begun */
+	bool running;                 /* a thread is this hub's runner */
+	pthread_t runner;             /* that thread, while `running` */
+	pthread_cond_t ran;           /* broadcast when `done` moves or the runner stops */
 
 	/* The background reclaimer (reclaimer.c), under `lock`. */
 	pthread_cond_t wake;          /* broadcast on stop, ending a period's sleep */
@@ -390,6 +443,8 @@ struct ckvo_thread {
 	struct ckvo_hub *writing;  /* hub whose writer lock this thread holds */
 	unsigned int releasing;    /* release callbacks running on this thread */
 	struct ckvo_hub *reclaiming; /* hub whose background reclaimer this thread is */
+	struct ckvo_hub *running;  /* hub whose releases this thread runs (innermost) */
+	uint64_t position;         /* the ticket of the release it runs on `running` */
 };
 
 extern __thread struct ckvo_thread ckvo__thread __attribute__((tls_model("initial-exec")));
@@ -495,6 +550,13 @@ ckvo__read_end(ck_epoch_record_t *record)
 	ck_epoch_end(record, NULL);
 }
 
+/* Counts `delta` bytes allocated (or, negative, freed) for `hub` (under its lock). */
+static inline void
+ckvo__bytes(struct ckvo_hub *hub, ptrdiff_t delta)
+{
+	hub->bytes += (size_t)delta;
+}
+
 /* table.c: ck_hs plumbing */
 extern struct ck_malloc ckvo__hs_allocator;
 unsigned long ckvo__hash_pointer(const void *pointer, uint64_t extra);
@@ -509,6 +571,7 @@ void ckvo__identity_insert(struct ckvo_hub *hub, struct ckvo_observation *obs);
 void ckvo__identity_remove(struct ckvo_hub *hub, struct ckvo_observation *obs);
 void ckvo__identities_destroy(struct ckvo_hub *hub);
 unsigned long ckvo__group_hash(const ck_hs_t *hs, const void *pointer);
+bool ckvo__groups_resize(ck_hs_t *hs);
 
 /*
  * Adds `delta` to a counter that readers load lock-free but only writers
@@ -523,11 +586,10 @@ ckvo__writer_add(uint64_t *counter, int64_t delta)
 /* hub.c / reclaim.c: the writer protocol */
 void ckvo__hub_lock(struct ckvo_hub *hub);
 void ckvo__hub_unlock(struct ckvo_hub *hub);
-void ckvo__hub_unlock_collect(struct ckvo_hub *hub, struct ckvo_ready *ready);
 void ckvo__hub_unlock_quiet(struct ckvo_hub *hub);
 void ckvo__reclaim_poll(struct ckvo_hub *hub, struct ckvo_ready *ready);
-void ckvo__reclaim_finish(struct ckvo_hub *hub, struct ckvo_ready *ready);
-void ckvo__reclaim_flush(struct ckvo_hub *hub);
+void ckvo__reclaim_finish(struct ckvo_ready *ready);
+void ckvo__reclaim_flush(struct ckvo_hub *hub, bool wait_for_releases);
 unsigned int ckvo__reclaim_pending(const struct ckvo_hub *hub);
 void ckvo__reclaim_after_fork_child(struct ckvo_hub *hub);
 void ckvo__retire(struct ckvo_hub *hub, ck_epoch_entry_t *entry, ck_epoch_cb_t *function);
@@ -535,6 +597,23 @@ void ckvo__retire_large(struct ckvo_hub *hub, size_t bytes);
 void ckvo__retire_observation(struct ckvo_hub *hub, struct ckvo_observation *obs);
 void ckvo__retire_list(struct ckvo_hub *hub, struct ckvo_list *list);
 void ckvo__retire_slot(struct ckvo_hub *hub, struct ckvo_slot *slot);
+
+/* release.c: the release runner */
+bool ckvo__release_init(struct ckvo_hub *hub);
+void ckvo__release_enqueue(struct ckvo_hub *hub, ck_stack_entry_t *head, ck_stack_entry_t *tail,
+    unsigned int count);
+void ckvo__release_run(struct ckvo_hub *hub);
+void ckvo__release_wait(struct ckvo_hub *hub, uint64_t ticket);
+bool ckvo__release_is_runner(const struct ckvo_hub *hub);
+uint64_t ckvo__release_origin(const struct ckvo_hub *hub);
+void ckvo__release_after_fork_child(struct ckvo_hub *hub);
+
+/* True when the release queue holds releases not yet taken by a runner (under the lock). */
+static inline bool
+ckvo__release_queued(const struct ckvo_hub *hub)
+{
+	return hub->queue_head != NULL;
+}
 
 /* reclaimer.c: the background reclaimer */
 bool ckvo__reclaimer_init(struct ckvo_hub *hub);
@@ -559,7 +638,7 @@ ckvo__slot_id_hash(const void *object, ckvo_key_t key)
 bool ckvo__slotmap_init(struct ckvo_slotmap *map);
 void ckvo__slotmap_destroy(struct ckvo_slotmap *map);
 bool ckvo__slotmap_put(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_slot *slot);
-void ckvo__slotmap_remove(struct ckvo_slotmap *map, struct ckvo_slot *slot);
+void ckvo__slotmap_remove(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_slot *slot);
 
 /* The slot of (object, key), or NULL: lock-free, inside a read section or under the lock. */
 static inline struct ckvo_slot *

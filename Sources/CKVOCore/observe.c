@@ -37,6 +37,35 @@
 
 /* --------------------------------------------------------------- groups */
 
+/*
+ * ck_hs never shrinks. A set that held more than CKVO_GROUPS_SHRINK groups
+ * since it was last sized is sized again once fewer than 1/16 of that peak
+ * remain: reset when empty, else rebuilt around what is left (table.c). At
+ * least 15/16 of the peak went between two resizes, so the copy is
+ * amortized O(1) per removal; a hub whose few groups come and go never
+ * reallocates.
+ */
+#define CKVO_GROUPS_SHRINK 1024u
+
+static void
+groups_removed(ck_hs_t *set, uint32_t *peak)
+{
+	unsigned long count = ck_hs_count(set);
+
+	if (*peak <= CKVO_GROUPS_SHRINK || count * 16 >= *peak)
+		return;
+	/* Out of memory: it keeps its size until the next removal tries again. */
+	if (count == 0 ? ck_hs_reset_size(set, 32) : ckvo__groups_resize(set))
+		*peak = (uint32_t)count;
+}
+
+static void
+groups_added(ck_hs_t *set, uint32_t *peak)
+{
+	if (ck_hs_count(set) > *peak)
+		*peak = (uint32_t)ck_hs_count(set);
+}
+
 static struct ckvo_owner_group *
 owner_group_get(struct ckvo_hub *hub, const void *owner, bool create)
 {
@@ -54,6 +83,7 @@ owner_group_get(struct ckvo_hub *hub, const void *owner, bool create)
 		free(group);
 		return NULL;
 	}
+	groups_added(&hub->owners, &hub->owners_peak);
 	return group;
 }
 
@@ -65,6 +95,7 @@ owner_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_owner_group *group)
 	(void)ck_hs_remove(&hub->owners, ckvo__group_hash(&hub->owners, group->owner), group);
 	free(group->members);
 	free(group);
+	groups_removed(&hub->owners, &hub->owners_peak);
 }
 
 /* Makes room for one more member; false when out of memory. */
@@ -116,6 +147,7 @@ object_group_get(struct ckvo_hub *hub, const void *object, bool create)
 		free(group);
 		return NULL;
 	}
+	groups_added(&hub->objects, &hub->objects_peak);
 	return group;
 }
 
@@ -126,6 +158,7 @@ object_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_object_group *group
 		return;
 	(void)ck_hs_remove(&hub->objects, ckvo__group_hash(&hub->objects, group->object), group);
 	free(group);
+	groups_removed(&hub->objects, &hub->objects_peak);
 }
 
 /* ---------------------------------------------------------------- slots */
@@ -204,7 +237,7 @@ slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
 
 		if (ck_pr_load_ptr(&info->hint) == slot)
 			ck_pr_store_ptr(&info->hint, NULL);
-		ckvo__slotmap_remove(&hub->slots, slot);
+		ckvo__slotmap_remove(hub, &hub->slots, slot);
 		ckvo__writer_add(&info->object_slots, -1);
 		if (slot->group_prev != NULL)
 			slot->group_prev->group_next = slot->group_next;
@@ -297,6 +330,8 @@ observation_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
 {
 	if (observation_unlink(hub, obs) != CKVO_STATE_LIVE)
 		return false;
+	/* Removed by a release of this hub: a follow-up of that release (release.c). */
+	obs->origin = ckvo__release_origin(hub);
 	ckvo__retire_observation(hub, obs);
 	return true;
 }
@@ -402,6 +437,7 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckv
 	obs->release = release;
 	obs->owner_group = NULL;
 	obs->seq = ++hub->next_seq;
+	obs->origin = 0;
 	obs->identity = identity->hash;
 
 	slot = slot_find(hub, info, identity->object);
@@ -417,6 +453,16 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckv
 	if (token != NULL)
 		*token = ckvo__token_of(obs, tag);
 	key_count(info, options, 1);
+	/*
+	 * From the append on, a dispatch may call the observation, and its
+	 * callback may defer its own removal before we finish: PUBLISHED lets
+	 * that deferral through (ckvo_unobserve_deferred), and going LIVE below
+	 * then fails, leaving it to the drain. Nothing before the append can
+	 * hand the token to a callback, so the failure path below never meets
+	 * a deferral.
+	 */
+	tag = ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_PUBLISHED);
+	ck_pr_store_64(&obs->tag, tag);
 	if (slot == NULL || !ckvo__list_append(hub, slot, obs, identity->callback) ||
 	    (new_slot != NULL && !slot_publish(hub, new_slot))) {
 		key_count(info, options, -1);
@@ -442,10 +488,16 @@ observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckv
 	}
 	hub->observations++;
 	*result = obs;
-	/* The observation is complete before a reader can find it by token. */
+	/*
+	 * The observation is complete before a reader can find it LIVE by
+	 * token. A compare-and-swap: a callback may have deferred it meanwhile
+	 * (PUBLISHED -> DEFERRED); then it stays DEFERRED, on hub->deferred,
+	 * and the next writer's drain removes it like any deferred one.
+	 */
 	CKVO_TSAN_RELEASE(obs);
 	ck_pr_fence_store();
-	ck_pr_store_64(&obs->tag, ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_LIVE));
+	(void)ck_pr_cas_64(&obs->tag, tag,
+	    ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_LIVE));
 	return CKVO_OK;
 }
 
@@ -464,7 +516,6 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 	};
 	struct ckvo_keyinfo *info;
 	ck_epoch_record_t *record = NULL;
-	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
 	ckvo_getter_t getter;
 	ckvo_status_t status;
 	bool initial = (options & CKVO_OPTION_INITIAL) != 0;
@@ -507,7 +558,8 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 	 */
 	getter = info->getter;
 	ckvo__read_begin(record);
-	ckvo__hub_unlock_collect(hub, &ready);
+	/* Inside the section: this unlock queues releases but runs none (release.c). */
+	ckvo__hub_unlock(hub);
 	if (ckvo__tag_state(ck_pr_load_64(&obs->tag)) == CKVO_STATE_LIVE) {
 		ckvo_change_t change = {
 			.object = object,
@@ -524,7 +576,11 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 		ckvo__thread.depth--;
 	}
 	ckvo__read_end(record);
-	ckvo__reclaim_finish(hub, &ready);
+	/* What the unlock queued runs now, outside the section (or on the background thread). */
+	if (ck_pr_load_ptr(&hub->queue_head) != NULL && !ckvo__in_read_section()) {
+		ckvo__hub_lock(hub);
+		ckvo__hub_unlock(hub);
+	}
 	return CKVO_OK;
 }
 
@@ -563,12 +619,15 @@ ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token)
 
 	/*
 	 * Wait for a grace period: every dispatch that could have loaded the
-	 * observation has then ended. Its release runs here too. Also after
-	 * CKVO_ENOENT: a deferred removal may have won the race for this token
-	 * (and the drain under our lock unlinked it), while the callback that
-	 * deferred it is still running.
+	 * observation has then ended. Its release runs here too, unless this
+	 * is itself a release: then it is queued behind the running one, which
+	 * this thread's runner reaches next (release.c), so a chain of such
+	 * releases runs in a loop, not a recursion. Also after CKVO_ENOENT: a
+	 * deferred removal may have won the race for this token (and the drain
+	 * under our lock unlinked it), while the callback that deferred it is
+	 * still running.
 	 */
-	ckvo__reclaim_flush(hub);
+	ckvo__reclaim_flush(hub, ckvo__thread.releasing == 0);
 	return status;
 }
 
@@ -611,7 +670,9 @@ ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 
 	ckvo__read_begin(record);
 	obs = ckvo__token_find(hub, token, &tag);
-	if (obs != NULL && ckvo__tag_state(tag) == CKVO_STATE_LIVE) {
+	/* PUBLISHED: its own callback, called before its registration finished (observe_locked). */
+	if (obs != NULL && (ckvo__tag_state(tag) == CKVO_STATE_LIVE ||
+	    ckvo__tag_state(tag) == CKVO_STATE_PUBLISHED)) {
 		/*
 		 * Make dispatches check states in this slot until a writer has
 		 * unlinked it, and do so before the state changes: a dispatch
@@ -623,15 +684,25 @@ ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 		 * readers careful).
 		 */
 		ck_pr_inc_64(&obs->slot->deferred);
-		/* Fails if the tag changed: removed, deferred, or (never here) reused. */
-		if (ck_pr_cas_64(&obs->tag, tag,
-		    (tag & ~(uint64_t)CKVO_TAG_STATE_MASK) | CKVO_STATE_DEFERRED)) {
-			/* Pairs with the acquire in ckvo__drain_deferred. */
-			CKVO_TSAN_RELEASE(obs);
-			deferred_push(hub, obs);
-			status = CKVO_OK;
-		} else {
+		for (;;) {
+			uint64_t base = tag & ~(uint64_t)CKVO_TAG_STATE_MASK, seen;
+
+			/* Fails if the tag changed: removed, deferred, went LIVE, or (never here) reused. */
+			if (ck_pr_cas_64_value(&obs->tag, tag, base | CKVO_STATE_DEFERRED, &seen)) {
+				/* Pairs with the acquire in ckvo__drain_deferred. */
+				CKVO_TSAN_RELEASE(obs);
+				deferred_push(hub, obs);
+				status = CKVO_OK;
+				break;
+			}
+			/* Its registration finished meanwhile (PUBLISHED -> LIVE): once more. */
+			if (ckvo__tag_state(tag) == CKVO_STATE_PUBLISHED &&
+			    seen == (base | CKVO_STATE_LIVE)) {
+				tag = seen;
+				continue;
+			}
 			ck_pr_dec_64(&obs->slot->deferred); /* removed or deferred already */
+			break;
 		}
 	}
 	ckvo__read_end(record);

@@ -37,34 +37,38 @@
  *   ck_epoch_synchronize do (they free by epoch number; an advance made by a
  *   scan whose barrier preceded the retirement could free an entry under a
  *   reader whose section-entry store was still in its store buffer).
- * - Ready entries run after the lock is dropped: that is where
- *   `release(context)` is called — outside every engine lock, so it may call
- *   back into the API — exactly once per observation.
+ * - Ready memory (lists, slots, maps, token pages) is freed by the thread
+ *   that took it, after it drops the lock. Ready observations are not
+ *   released here: they are appended to the hub's release queue, and the
+ *   release runner (release.c) calls `release(context)` — outside every
+ *   engine lock, every read section and every other release — exactly once
+ *   per observation, then gives the record back to its page.
  * - A writer's unlock polls only once CKVO_RECLAIM_BATCH entries are
  *   pending (a scan with membarrier costs microseconds: churn pays it once
  *   per batch), or when a list or map of CKVO_RECLAIM_LARGE bytes or more
- *   was retired (its growth paid for the scan). Whatever a writer leaves pending, the hub's background
- *   reclaimer (reclaimer.c) polls within CKVO_RECLAIM_PERIOD_NS, so a
- *   release never waits for an unrelated call into the library.
- * - A writer announces (hub->finishing) that it holds entries to run after
- *   unlocking, so a flush can wait until entries taken before it have run.
- * - hub->released counts observations whose grace period has passed (ready,
- *   whether or not their release has run yet): pending_releases = retired -
- *   released is what waits for readers, and in a fork child, where ready
- *   batches of vanished threads are lost, it is recounted from fresh and aged.
- * - Observation records live in the token pages (token.c). Retired
- *   observations are chained through their `link`, apart from other retired
- *   memory. Once their releases have run, their records go back to their
- *   pages in one pass under the lock (one lock per batch), for the next
- *   registrations to reuse with the next generation: observe + unobserve
- *   churn costs no malloc and no free. A page whose records have all come
- *   back is freed after a grace period. Records not in use are poisoned for
- *   AddressSanitizer, so a use after release is still caught.
+ *   was retired (its growth paid for the scan). Then, if it may, it runs
+ *   the queue as the runner (release.c). Whatever it leaves pending or
+ *   queued, the hub's background reclaimer (reclaimer.c) polls and runs
+ *   within CKVO_RECLAIM_PERIOD_NS, so a release never waits for an
+ *   unrelated call into the library.
+ * - pending_releases = retired - done: observations removed whose release
+ *   has not returned yet (retired, detached by a flush, or queued). In a
+ *   fork child, where the chunk a vanished runner held and what a vanished
+ *   flush detached are lost, `retired` is recounted from what remains.
+ * - Observation records live in the token pages (token.c); records come
+ *   back for reuse, with a new generation, once their releases have run:
+ *   observe + unobserve churn costs no malloc and no free. A page whose
+ *   records have all come back is freed after a grace period. Records not
+ *   in use are poisoned for AddressSanitizer, so a use after release is
+ *   still caught.
  * - Blocking waits (flush, strict unobserve, destroy) first detach every
  *   retired entry under the lock, then, without the lock, scan until one
  *   IDLE or two SETTLED scans (the same rule as above, every scan after the
- *   detach), then run them. They refuse inside a read section, where the
- *   scans would wait for the caller itself.
+ *   detach), then queue the observations and wait for the queue up to their
+ *   ticket (release.c): never for work queued after the call. They refuse
+ *   inside a read section, where the scans would wait for the caller
+ *   itself. A strict unobserve called from a release waits for the grace
+ *   period only: its release is queued behind the running one.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -104,18 +108,9 @@ retired_take(struct ckvo_hub *hub, struct ckvo_retired *list, struct ckvo_ready 
 		list->tail->next = ready->entries;
 		ready->entries = list->head;
 	}
-	if (list->observations_head != NULL) {
-		list->observations_tail->next = ready->observations;
-		ready->observations = list->observations_head;
-	}
-	ck_pr_add_64(&hub->released, list->observations);
+	ckvo__release_enqueue(hub, list->observations_head, list->observations_tail,
+	    list->observations);
 	*list = (struct ckvo_retired){ NULL, NULL, NULL, NULL, 0, 0 };
-}
-
-static bool
-ready_empty(const struct ckvo_ready *ready)
-{
-	return ready->entries == NULL && ready->observations == NULL;
 }
 
 void
@@ -137,25 +132,15 @@ ckvo__reclaim_poll(struct ckvo_hub *hub, struct ckvo_ready *ready)
 	hub->poll_at = ckvo__reclaim_pending(hub) + CKVO_RECLAIM_BATCH;
 }
 
-/* Drops the lock, leaving what is pending to the background reclaimer. */
+/* Drops the lock, leaving what is pending or queued to the background reclaimer. */
 static void
 unlock_leaving_pending(struct ckvo_hub *hub)
 {
-	if (!hub->reclaimer_armed && ckvo__reclaim_pending(hub) != 0)
+	if (!hub->reclaimer_armed &&
+	    (ckvo__reclaim_pending(hub) != 0 || ckvo__release_queued(hub)))
 		ckvo__reclaimer_arm(hub);
 	ckvo__thread.writing = NULL;
 	(void)pthread_mutex_unlock(&hub->lock);
-}
-
-void
-ckvo__hub_unlock_collect(struct ckvo_hub *hub, struct ckvo_ready *ready)
-{
-	if (ckvo__reclaim_pending(hub) >= hub->poll_at)
-		ckvo__reclaim_poll(hub, ready);
-	/* Announced under the lock, so a flush that follows waits for this batch. */
-	if (!ready_empty(ready))
-		ck_pr_inc_uint(&hub->finishing);
-	unlock_leaving_pending(hub);
 }
 
 void
@@ -163,37 +148,18 @@ ckvo__hub_unlock(struct ckvo_hub *hub)
 {
 	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
 
-	ckvo__hub_unlock_collect(hub, &ready);
-	ckvo__reclaim_finish(hub, &ready);
+	if (ckvo__reclaim_pending(hub) >= hub->poll_at)
+		ckvo__reclaim_poll(hub, &ready);
+	/* Runs the queue here unless inside a callback or a release (release.c). */
+	ckvo__release_run(hub);
+	unlock_leaving_pending(hub);
+	ckvo__reclaim_finish(&ready);
 }
 
 void
 ckvo__hub_unlock_quiet(struct ckvo_hub *hub)
 {
 	unlock_leaving_pending(hub);
-}
-
-/*
- * Calls the release of each observation of the chain `chain`, then, under
- * the lock, gives their records back to the token pages for reuse.
- */
-static void
-observations_finish(struct ckvo_hub *hub, ck_stack_entry_t *chain)
-{
-	ck_stack_entry_t *cursor, *next;
-
-	for (cursor = chain; cursor != NULL; cursor = cursor->next) {
-		struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, link, cursor);
-
-		if (obs->release != NULL)
-			obs->release(obs->context);
-	}
-	ckvo__hub_lock(hub);
-	for (cursor = chain; cursor != NULL; cursor = next) {
-		next = cursor->next;
-		ckvo__token_return(hub, CKVO_CONTAINER(struct ckvo_observation, link, cursor));
-	}
-	ckvo__hub_unlock(hub);
 }
 
 static void
@@ -208,22 +174,12 @@ slot_free(ck_epoch_entry_t *entry)
 	free(CKVO_CONTAINER(struct ckvo_slot, retire, entry));
 }
 
-/* Lowers hub->finishing, never below zero (a fork child starts it from zero). */
-static void
-finishing_done(struct ckvo_hub *hub)
-{
-	unsigned int count = ck_pr_load_uint(&hub->finishing);
-
-	while (count != 0 && !ck_pr_cas_uint_value(&hub->finishing, count, count - 1, &count))
-		;
-}
-
 void
-ckvo__reclaim_finish(struct ckvo_hub *hub, struct ckvo_ready *ready)
+ckvo__reclaim_finish(struct ckvo_ready *ready)
 {
 	ck_stack_entry_t *cursor, *next;
 
-	if (ready_empty(ready))
+	if (ready->entries == NULL)
 		return;
 
 	/* Pairs with every reader's release when it left its section. */
@@ -235,13 +191,7 @@ ckvo__reclaim_finish(struct ckvo_hub *hub, struct ckvo_ready *ready)
 		next = CK_STACK_NEXT(cursor);
 		entry->function(entry);
 	}
-	if (ready->observations != NULL) {
-		ckvo__thread.releasing++;
-		observations_finish(hub, ready->observations);
-		ckvo__thread.releasing--;
-	}
-	*ready = (struct ckvo_ready)CKVO_READY_INITIALIZER;
-	finishing_done(hub);
+	ready->entries = NULL;
 }
 
 /*
@@ -278,48 +228,69 @@ grace_wait(void)
 }
 
 void
-ckvo__reclaim_flush(struct ckvo_hub *hub)
+ckvo__reclaim_flush(struct ckvo_hub *hub, bool wait_for_releases)
 {
-	struct ckvo_ready detached = CKVO_READY_INITIALIZER;
-	uint64_t observations;
+	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
+	struct ckvo_retired aged, fresh;
+	struct ckvo_flush self = { 0, false, NULL }, **link;
+	uint64_t ticket;
 
 	ckvo__hub_lock(hub);
-	/*
-	 * Everything retired so far; we run it after a grace period. Counted
-	 * as released only after the wait: until then it is pending.
-	 */
-	observations = (uint64_t)hub->fresh.observations + hub->aged.observations;
-	hub->fresh.observations = hub->aged.observations = 0;
-	retired_take(hub, &hub->aged, &detached);
-	retired_take(hub, &hub->fresh, &detached);
+	self.number = hub->flush_number++;
+	self.next = hub->flushes;
+	hub->flushes = &self;
+	/* Everything retired so far; queued after a grace period, still pending until released. */
+	aged = hub->aged;
+	fresh = hub->fresh;
+	hub->aged = hub->fresh = (struct ckvo_retired){ NULL, NULL, NULL, NULL, 0, 0 };
 	hub->poll_at = CKVO_RECLAIM_BATCH;
-	if (!ready_empty(&detached))
-		ck_pr_inc_uint(&hub->finishing);
 	ckvo__thread.writing = NULL;
 	(void)pthread_mutex_unlock(&hub->lock);
 
 	/* Wait, without the lock, until no reader can hold what was detached. */
 	grace_wait();
-	ck_pr_add_64(&hub->released, observations);
-	ckvo__reclaim_finish(hub, &detached);
 
+	ckvo__hub_lock(hub);
+	retired_take(hub, &aged, &ready);
+	retired_take(hub, &fresh, &ready);
+	self.queued = true;
+	(void)pthread_cond_broadcast(&hub->ran);
 	/*
-	 * Other writers may be running entries they took before this flush
-	 * (after their unlock): wait for them too, unless this is itself a
-	 * release callback, which such a writer may be running.
+	 * What flushes begun before this one detached was removed before this
+	 * call too: wait until they have queued it (a grace period of theirs,
+	 * never a release), so that the ticket covers it.
 	 */
-	if (ckvo__thread.releasing == 0) {
-		while (ck_pr_load_uint(&hub->finishing) != 0)
-			(void)sched_yield();
+	for (;;) {
+		struct ckvo_flush *earlier = hub->flushes;
+
+		while (earlier != NULL && (earlier->queued || earlier->number >= self.number))
+			earlier = earlier->next;
+		if (earlier == NULL)
+			break;
+		ckvo__thread.writing = NULL;
+		(void)pthread_cond_wait(&hub->ran, &hub->lock);
+		ckvo__thread.writing = hub;
 	}
+	for (link = &hub->flushes; *link != &self; link = &(*link)->next)
+		;
+	*link = self.next;
+	/* Every observation removed before the call is queued at or before this ticket. */
+	ticket = hub->queued;
+	if (wait_for_releases)
+		ckvo__release_wait(hub, ticket);
+	unlock_leaving_pending(hub);
+	ckvo__reclaim_finish(&ready);
 }
 
 void
 ckvo__reclaim_after_fork_child(struct ckvo_hub *hub)
 {
-	/* Entries other threads were running, or waiting to run, are gone with them. */
-	hub->finishing = 0;
-	hub->released = hub->retired - hub->fresh.observations - hub->aged.observations;
+	ckvo__release_after_fork_child(hub);
+	/* Flushes of vanished threads never queue what they detached. */
+	hub->flushes = NULL;
+	/* Only what is retired or queued here can still be released. */
+	hub->retired = hub->done + hub->fresh.observations + hub->aged.observations +
+	    (hub->queued - hub->taken);
 }
 
 void

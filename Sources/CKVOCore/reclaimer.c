@@ -22,9 +22,10 @@
  *   no wake-up is lost.
  * - Armed or woken, the thread sleeps CKVO_RECLAIM_PERIOD_NS (removals
  *   arriving meanwhile join the batch), then, under the lock, carries out
- *   queued deferred removals and polls (reclaim.c), and after unlocking
- *   runs what became ready: those releases run on this thread. It repeats
- *   while anything is pending and goes idle when nothing is.
+ *   queued deferred removals and polls (reclaim.c), and runs the hub's
+ *   release queue as its runner (release.c) unless another thread is:
+ *   those releases run on this thread. It repeats while anything is
+ *   pending or queued and goes idle when nothing is.
  * - The bound. An entry is ready after one IDLE scan or two SETTLED scans
  *   that follow its retirement, and the thread scans once per period. With
  *   no dispatch running, a release runs within one period (10 ms) of its
@@ -80,11 +81,12 @@ ckvo__reclaimer_init(struct ckvo_hub *hub)
 	return ok;
 }
 
-/* Whether a pass has work: retired entries, or removals readers queued. */
+/* Whether a pass has work: retired entries, queued releases, or removals readers queued. */
 static bool
 reclaim_wanted(struct ckvo_hub *hub)
 {
-	return ckvo__reclaim_pending(hub) != 0 || ck_pr_load_ptr(&hub->deferred.head) != NULL;
+	return ckvo__reclaim_pending(hub) != 0 || ckvo__release_queued(hub) ||
+	    ck_pr_load_ptr(&hub->deferred.head) != NULL;
 }
 
 void
@@ -148,14 +150,14 @@ reclaimer_main(void *argument)
 		ckvo__drain_deferred(hub);
 		if (ckvo__reclaim_pending(hub) != 0)
 			ckvo__reclaim_poll(hub, &ready);
+		/* Runs the queue as the hub's runner unless another thread is (release.c). */
+		ckvo__release_run(hub);
 		ckvo__thread.writing = NULL;
-		if (ready.entries == NULL && ready.observations == NULL)
+		if (ready.entries == NULL)
 			continue;
 
-		/* Announced under the lock, so a flush that follows waits for this batch. */
-		ck_pr_inc_uint(&hub->finishing);
 		(void)pthread_mutex_unlock(&hub->lock);
-		ckvo__reclaim_finish(hub, &ready);
+		ckvo__reclaim_finish(&ready);
 		(void)pthread_mutex_lock(&hub->lock);
 	}
 	(void)pthread_mutex_unlock(&hub->lock);
@@ -219,7 +221,7 @@ ckvo__reclaimer_after_fork_child(struct ckvo_hub *hub)
 	(void)ckvo__reclaimer_init(hub);
 	hub->reclaimer_running = false;
 	hub->reclaimer_armed = false;
-	if (ckvo__reclaim_pending(hub) != 0)
+	if (ckvo__reclaim_pending(hub) != 0 || ckvo__release_queued(hub))
 		ckvo__reclaimer_arm(hub);
 	else if (hub->observations != 0)
 		(void)ckvo__reclaimer_start(hub);

@@ -108,6 +108,7 @@ slotmap_rebuild(struct ckvo_hub *hub, struct ckvo_slotmap *map)
 	CKVO_TSAN_RELEASE(table);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&map->table, table);
+	ckvo__bytes(hub, (ptrdiff_t)table_size(capacity) - (ptrdiff_t)table_size(old->mask + 1));
 	ckvo__retire(hub, &old->retire, table_free);
 	ckvo__retire_large(hub, table_size(old->mask + 1));
 	return true;
@@ -135,7 +136,7 @@ ckvo__slotmap_put(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_sl
 }
 
 void
-ckvo__slotmap_remove(struct ckvo_slotmap *map, struct ckvo_slot *slot)
+ckvo__slotmap_remove(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_slot *slot)
 {
 	struct ckvo_slotmap_table *table = map->table;
 	uint32_t mask = table->mask;
@@ -147,12 +148,21 @@ ckvo__slotmap_remove(struct ckvo_slotmap *map, struct ckvo_slot *slot)
 	if (table->buckets[(i + 1) & mask] != NULL) {
 		ck_pr_store_ptr(&table->buckets[i], CKVO_SLOTMAP_TOMBSTONE);
 		map->tombstones++;
-		return;
-	}
-	/* The end of a cluster: this bucket and the tombstones before it end no probe. */
-	ck_pr_store_ptr(&table->buckets[i], NULL);
-	for (i = (i - 1) & mask; table->buckets[i] == CKVO_SLOTMAP_TOMBSTONE; i = (i - 1) & mask) {
+	} else {
+		/* The end of a cluster: this bucket and the tombstones before it end no probe. */
 		ck_pr_store_ptr(&table->buckets[i], NULL);
-		map->tombstones--;
+		for (i = (i - 1) & mask; table->buckets[i] == CKVO_SLOTMAP_TOMBSTONE;
+		    i = (i - 1) & mask) {
+			ck_pr_store_ptr(&table->buckets[i], NULL);
+			map->tombstones--;
+		}
 	}
+	/*
+	 * Shrinks after a spike: below 1/16 full, rebuilt for what is left
+	 * (at most half full, so as many removals as the last growth took
+	 * inserts pass before the next shrink: amortized O(1)). The old table
+	 * is retired like a grown one. Out of memory: it keeps its size.
+	 */
+	if (mask + 1 > SLOTMAP_MIN_CAPACITY && (uint64_t)map->count * 16 < (uint64_t)mask + 1)
+		(void)slotmap_rebuild(hub, map);
 }

@@ -24,6 +24,7 @@
 struct map_header {
 	ck_epoch_entry_t retire;
 	size_t size;
+	struct ckvo_hub *counted; /* the hub whose bytes count it, or NULL (created with the hub) */
 } __attribute__((aligned(16)));
 
 static void *
@@ -34,6 +35,9 @@ hs_malloc(size_t size)
 	if (header == NULL)
 		return NULL;
 	header->size = size;
+	header->counted = ckvo__thread.writing;
+	if (header->counted != NULL)
+		ckvo__bytes(header->counted, (ptrdiff_t)(sizeof(*header) + size));
 	return header + 1;
 }
 
@@ -48,6 +52,9 @@ hs_free(void *pointer, size_t size, bool defer)
 {
 	struct map_header *header = (struct map_header *)pointer - 1;
 	struct ckvo_hub *hub = ckvo__thread.writing;
+
+	if (header->counted != NULL)
+		ckvo__bytes(header->counted, -(ptrdiff_t)(sizeof(*header) + header->size));
 
 	if (defer && hub != NULL) {
 		ckvo__retire(hub, &header->retire, map_free);
@@ -204,29 +211,40 @@ identity_place(struct ckvo_hub *hub, uint32_t *buckets, uint32_t mask, uint32_t 
 	buckets[i] = bucket;
 }
 
-bool
-ckvo__identity_reserve(struct ckvo_hub *hub)
+/* Moves the identities into a table of `capacity` buckets; false when out of memory. */
+static bool
+identity_resize(struct ckvo_hub *hub, uint32_t capacity)
 {
 	struct ckvo_identities *table = &hub->identities;
-	uint32_t capacity = table->buckets == NULL ? 0 : table->mask + 1;
-	uint32_t *buckets;
+	uint32_t *buckets = calloc(capacity, sizeof(*buckets));
 
-	if ((uint64_t)(table->count + 1) * 4 <= (uint64_t)capacity * 3)
-		return true;
-	if (capacity >= (1u << 31))
-		return false;
-	capacity = capacity == 0 ? 64 : capacity * 2;
-	buckets = calloc(capacity, sizeof(*buckets));
 	if (buckets == NULL)
 		return false;
 	for (uint32_t i = 0; table->buckets != NULL && i <= table->mask; i++) {
 		if (table->buckets[i] != 0)
 			identity_place(hub, buckets, capacity - 1, table->buckets[i]);
 	}
+	if (table->buckets != NULL)
+		ckvo__bytes(hub, -(ptrdiff_t)(((size_t)table->mask + 1) * sizeof(*buckets)));
+	ckvo__bytes(hub, (ptrdiff_t)((size_t)capacity * sizeof(*buckets)));
+	/* Writer-only: no reader can be probing it. */
 	free(table->buckets);
 	table->buckets = buckets;
 	table->mask = capacity - 1;
 	return true;
+}
+
+bool
+ckvo__identity_reserve(struct ckvo_hub *hub)
+{
+	struct ckvo_identities *table = &hub->identities;
+	uint32_t capacity = table->buckets == NULL ? 0 : table->mask + 1;
+
+	if ((uint64_t)(table->count + 1) * 4 <= (uint64_t)capacity * 3)
+		return true;
+	if (capacity >= (1u << 31))
+		return false;
+	return identity_resize(hub, capacity == 0 ? 64 : capacity * 2);
 }
 
 void
@@ -261,11 +279,21 @@ ckvo__identity_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
 		}
 	}
 	table->buckets[hole] = 0;
+
+	/*
+	 * Shrinks after a spike: below 1/16 full, to a quarter of the size
+	 * (1/4 full at most, so the next growth is as far away as the last
+	 * shrink: amortized O(1)). Out of memory: it keeps its size.
+	 */
+	if (mask + 1 > 64 && (uint64_t)table->count * 16 < (uint64_t)mask + 1)
+		(void)identity_resize(hub, (mask + 1) / 4);
 }
 
 void
 ckvo__identities_destroy(struct ckvo_hub *hub)
 {
+	if (hub->identities.buckets != NULL)
+		ckvo__bytes(hub, -(ptrdiff_t)(((size_t)hub->identities.mask + 1) * sizeof(uint32_t)));
 	free(hub->identities.buckets);
 	memset(&hub->identities, 0, sizeof(hub->identities));
 }
@@ -296,4 +324,32 @@ unsigned long
 ckvo__group_hash(const ck_hs_t *hs, const void *pointer)
 {
 	return ckvo__hash_pointer(pointer, hs->seed);
+}
+
+/*
+ * Moves the groups of `hs` into a new set sized for them and frees the old
+ * map at once: only writers ever read these sets, under the lock, so no
+ * reader can be probing it. False (and `hs` unchanged) when out of memory.
+ */
+bool
+ckvo__groups_resize(ck_hs_t *hs)
+{
+	ck_hs_iterator_t iterator = CK_HS_ITERATOR_INITIALIZER;
+	unsigned long count = ck_hs_count(hs);
+	ck_hs_t fresh;
+	void *group;
+
+	/* Room for twice the groups: ck_hs grows at half full, so no put below allocates. */
+	if (!ck_hs_init(&fresh, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, group_hash, group_equal,
+	    &ckvo__hs_allocator, count * 4 < 32 ? 32 : count * 4, hs->seed))
+		return false;
+	while (ck_hs_next(hs, &iterator, &group)) {
+		if (!ck_hs_put(&fresh, ckvo__group_hash(&fresh, *(const void *const *)group), group)) {
+			ck_hs_destroy(&fresh);
+			return false;
+		}
+	}
+	ck_hs_destroy(hs);
+	*hs = fresh;
+	return true;
 }

@@ -120,6 +120,13 @@ ckvo__epoch_scan(void)
 		ck_epoch_record_t *record =
 		    CKVO_CONTAINER(ck_epoch_record_t, record_next, cursor);
 
+		/*
+		 * Pairs with the release in record_acquire: the record's memory
+		 * was allocated before ck_epoch_register pushed it, and the loop
+		 * reads its link with a plain load (CK_STACK_NEXT). The push is
+		 * inside libck, which ThreadSanitizer cannot see.
+		 */
+		CKVO_TSAN_ACQUIRE(&ckvo__epoch.records);
 		if ((ck_pr_load_uint(&record->state) & CKVO_EPOCH_STATE_FREE) != 0)
 			continue;
 		if (ck_pr_load_uint(&record->active) == 0)
@@ -151,6 +158,13 @@ record_acquire(void *ct)
 	if (posix_memalign(&memory, CK_MD_CACHELINE, sizeof(ck_epoch_record_t)) != 0)
 		return NULL;
 	record = memory;
+	/*
+	 * The allocation happens before the push that publishes the record
+	 * (ck_epoch_register, inside libck): say so to ThreadSanitizer, for
+	 * the scans that walk the records (ckvo__epoch_scan). Released before
+	 * the push, so a scan that loads the new record acquires after it.
+	 */
+	CKVO_TSAN_RELEASE(&ckvo__epoch.records);
 	ck_epoch_register(&ckvo__epoch, record, ct);
 	return record;
 }

@@ -1,23 +1,31 @@
 /*
  * token.c — tokens and the observation records they name.
  *
- * A token is (generation << 32) | (id + 1), where id is the index of the
- * observation's record in the token pages. A record's generation grows
- * every time the record is reused, and a record whose generation is
- * exhausted is never reused (reclaim.c), so a token is never handed out
- * twice in a hub's life. Token 0 is invalid by construction.
+ * A token is (generation << 24) | index, where index is the position of the
+ * observation's record in the hub's token pages and generation a 40-bit
+ * number drawn, when the record is handed out, from one sequence shared by
+ * every hub of the process (SPEC §2.21). Hubs take the sequence in blocks of
+ * CKVO_GENERATION_BLOCK, so handing a record out costs no atomic operation
+ * but once per block.
  *
  * Invariants
  * ----------
- * - The records live in fixed-size pages reached through a directory. A
- *   larger directory copies the page pointers and is published with one
- *   store; older directories stay until the hub dies, but a page leaves the
- *   current directory and is freed after a grace period once all its
- *   records are back (below), so an older directory may hold a dangling
- *   page pointer and is never walked. A reader that looks a token up
- *   outside the writer lock does so inside a read section, which keeps the
- *   page it loads alive; a record's address never changes while its page
- *   lives.
+ * - No two registrations in the process, in any hub, ever get the same
+ *   generation: the sequence only grows, and a hub's block is its own. A
+ *   token therefore names one observation of one hub for the life of the
+ *   process. Given to another hub, or to a hub created after its own was
+ *   destroyed, it meets a record whose generation differs (or no record),
+ *   and is unknown there. The sequence starts at 1, so no token is 0. When
+ *   the 2^40 generations are spent (a million registrations a second for
+ *   twelve days), ckvo_observe refuses with CKVO_ENOMEM rather than repeat
+ *   a token.
+ * - The records live in pages of 16 reached through a directory. A larger
+ *   directory copies the page pointers and is published with one store; the
+ *   older one is retired through the epoch. A page leaves the directory and
+ *   is freed after a grace period once all its records are back (below). A
+ *   reader that looks a token up outside the writer lock does so inside a
+ *   read section, which keeps the directory and page it loads alive; a
+ *   record's address never changes while its page lives.
  * - A record is found by token only while its tag carries the token's
  *   generation. A reader compares the generation, and acts on the state,
  *   from one load of the tag; a compare-and-swap on the tag with that value
@@ -30,43 +38,59 @@
  * - Records are handed out and returned under the writer lock, from pages
  *   that have one not in use. A page whose records are all returned leaves
  *   the directory and is freed after a grace period (a reader holding an old
- *   token may still be loading a tag from it). The newest generation among
- *   its records is kept for its directory entry, and a page that later
- *   fills that entry starts above it, so a token still never comes back.
- *   A record whose generation is exhausted is never returned, so its page
- *   is never freed.
+ *   token may still be loading a tag from it), unless fewer than
+ *   CKVO_TOKEN_SPARE_PAGES empty pages are kept: those stay as spares, so
+ *   churn, whose records come back a batch of CKVO_RECLAIM_BATCH at a time,
+ *   allocates nothing (hysteresis of 8 pages, about 10 KB).
+ *   Its directory entry may be filled again by a new page: the generations
+ *   its records get are new.
+ * - Memory held: the live records' pages (at worst one page of 16 for each
+ *   live observation, 1.3 KB), eight spare pages, the directory (8 bytes per
+ *   page at the peak) and the stack of vacant entries (4 bytes per page at
+ *   the peak); counted in hub->bytes.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* Grows the directory (and the per-entry generations) to hold entry `number`. */
+static void
+dir_free(ck_epoch_entry_t *entry)
+{
+	free(CKVO_CONTAINER(struct ckvo_token_dir, retire, entry));
+}
+
+static size_t
+dir_size(uint32_t capacity)
+{
+	return sizeof(struct ckvo_token_dir) + (size_t)capacity * sizeof(struct ckvo_token_page *);
+}
+
+/* Grows the directory to hold entry `number`; the old one is retired. */
 static bool
-dir_reserve(struct ckvo_tokens *tokens, uint32_t number)
+dir_reserve(struct ckvo_hub *hub, struct ckvo_tokens *tokens, uint32_t number)
 {
 	struct ckvo_token_dir *dir = tokens->dir, *bigger;
 	uint32_t capacity = dir == NULL ? 8 : dir->capacity;
-	uint32_t *generations;
 
 	if (dir != NULL && number < dir->capacity)
 		return true;
 	while (capacity <= number)
 		capacity *= 2;
-	generations = realloc(tokens->generations, (size_t)capacity * sizeof(*generations));
-	if (generations == NULL)
-		return false;
-	tokens->generations = generations;
-	bigger = calloc(1, sizeof(*bigger) + (size_t)capacity * sizeof(bigger->pages[0]));
+	bigger = calloc(1, dir_size(capacity));
 	if (bigger == NULL)
 		return false;
 	bigger->capacity = capacity;
-	bigger->older = dir;
 	if (dir != NULL)
 		memcpy(bigger->pages, dir->pages, (size_t)dir->capacity * sizeof(dir->pages[0]));
 	CKVO_TSAN_RELEASE(bigger);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&tokens->dir, bigger);
+	ckvo__bytes(hub, (ptrdiff_t)dir_size(capacity));
+	if (dir != NULL) {
+		ckvo__bytes(hub, -(ptrdiff_t)dir_size(dir->capacity));
+		ckvo__retire(hub, &dir->retire, dir_free);
+	}
 	return true;
 }
 
@@ -93,25 +117,24 @@ free_pages_remove(struct ckvo_tokens *tokens, struct ckvo_token_page *page)
 
 /* A new page in a vacant directory entry or a new one, all of its records free. */
 static struct ckvo_token_page *
-page_create(struct ckvo_tokens *tokens)
+page_create(struct ckvo_hub *hub, struct ckvo_tokens *tokens)
 {
 	bool vacant = tokens->vacant_count > 0;
 	uint32_t number = vacant ? tokens->vacant[tokens->vacant_count - 1] : tokens->pages;
-	uint32_t generation = vacant ? tokens->generations[number] : 0;
 	struct ckvo_token_page *page;
 
-	if (!vacant && (number > (UINT32_MAX >> CKVO_TOKEN_PAGE_BITS) - 1 ||
-	    !dir_reserve(tokens, number)))
+	if (!vacant && (number >= CKVO_TOKEN_PAGES_MAX || !dir_reserve(hub, tokens, number)))
 		return NULL;
 	page = calloc(1, sizeof(*page));
 	if (page == NULL)
 		return NULL;
+	ckvo__bytes(hub, (ptrdiff_t)sizeof(*page));
 	page->number = number;
 	for (uint32_t i = CKVO_TOKEN_PAGE_SIZE; i-- > 0;) {
 		struct ckvo_observation *obs = &page->records[i];
 
 		obs->id = (number << CKVO_TOKEN_PAGE_BITS) | i;
-		obs->tag = ckvo__tag_make(generation, 0, CKVO_STATE_REMOVED);
+		obs->tag = ckvo__tag_make(0, 0, CKVO_STATE_REMOVED);
 		obs->link.next = page->free;
 		page->free = &obs->link;
 	}
@@ -119,6 +142,7 @@ page_create(struct ckvo_tokens *tokens)
 		tokens->vacant_count--;
 	else
 		tokens->pages++;
+	tokens->spares++; /* empty until ckvo__token_take hands out its first record */
 	free_pages_add(tokens, page);
 	CKVO_TSAN_RELEASE(page);
 	ck_pr_fence_store();
@@ -136,15 +160,37 @@ record_poison(struct ckvo_observation *obs)
 	    sizeof(*obs) - offsetof(struct ckvo_observation, link) - sizeof(obs->link));
 }
 
+/* The process-wide sequence of generations; the next block starts here. */
+static uint64_t generation_sequence = 1;
+
+/* The next generation of this hub, or 0 once the process has spent them all. */
+static uint64_t
+generation_take(struct ckvo_tokens *tokens)
+{
+	if (CKVO_UNLIKELY(tokens->generation_next == tokens->generation_end)) {
+		/* Atomic: writers of other hubs take blocks concurrently. */
+		uint64_t base = ck_pr_faa_64(&generation_sequence, CKVO_GENERATION_BLOCK);
+
+		if (base + CKVO_GENERATION_BLOCK > ((uint64_t)1 << CKVO_GENERATION_BITS))
+			return 0;
+		tokens->generation_next = base;
+		tokens->generation_end = base + CKVO_GENERATION_BLOCK;
+	}
+	return tokens->generation_next++;
+}
+
 struct ckvo_observation *
 ckvo__token_take(struct ckvo_hub *hub)
 {
 	struct ckvo_tokens *tokens = &hub->tokens;
 	struct ckvo_token_page *page = tokens->free_pages;
 	struct ckvo_observation *obs;
+	uint64_t generation = generation_take(tokens);
 
+	if (generation == 0)
+		return NULL;
 	if (page == NULL) {
-		page = page_create(tokens);
+		page = page_create(hub, tokens);
 		if (page == NULL)
 			return NULL;
 	}
@@ -153,13 +199,13 @@ ckvo__token_take(struct ckvo_hub *hub)
 	page->free = obs->link.next;
 	if (page->free == NULL)
 		free_pages_remove(tokens, page);
-	page->in_use++;
+	if (page->in_use++ == 0)
+		tokens->spares--;
 	/*
 	 * A reader holding an old token may load the tag, and finds the new
 	 * generation; nothing else of the record is reachable until it is live.
 	 */
-	ck_pr_store_64(&obs->tag,
-	    ckvo__tag_make(ckvo__tag_generation(obs->tag) + 1, 0, CKVO_STATE_INSTALLING));
+	ck_pr_store_64(&obs->tag, ckvo__tag_make(generation, 0, CKVO_STATE_INSTALLING));
 	return obs;
 }
 
@@ -179,12 +225,9 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	struct ckvo_tokens *tokens = &hub->tokens;
 	uint32_t number = obs->id >> CKVO_TOKEN_PAGE_BITS;
 	struct ckvo_token_page *page = tokens->dir->pages[number];
-	uint32_t newest = 0;
 
 	ck_pr_store_64(&obs->tag,
 	    ckvo__tag_make(ckvo__tag_generation(obs->tag), 0, CKVO_STATE_REMOVED));
-	if (ckvo__tag_generation(obs->tag) == UINT32_MAX)
-		return; /* exhausted: never reused, and its page stays */
 	if (page->free == NULL)
 		free_pages_add(tokens, page);
 	obs->link.next = page->free;
@@ -192,34 +235,43 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	record_poison(obs);
 	if (--page->in_use != 0)
 		return;
-
-	/* Every record is back: the page goes, its newest generation stays. */
-	for (uint32_t i = 0; i < CKVO_TOKEN_PAGE_SIZE; i++) {
-		uint32_t generation = ckvo__tag_generation(page->records[i].tag);
-
-		if (generation > newest)
-			newest = generation;
+	/*
+	 * Up to CKVO_TOKEN_SPARE_PAGES empty pages stay, as spares: records
+	 * come back a batch at a time after their grace period, so churn has
+	 * about CKVO_RECLAIM_BATCH records in flight, and without spares it
+	 * would allocate and free their pages every batch.
+	 */
+	if (tokens->spares < CKVO_TOKEN_SPARE_PAGES) {
+		tokens->spares++;
+		return;
 	}
+
+	/* Every record is back: the page goes, its directory entry is vacant. */
 	if ((tokens->vacant_count & (tokens->vacant_count + 1)) == 0) {
+		size_t before = (tokens->vacant_count == 0 ? 0 : (size_t)tokens->vacant_count + 1) *
+		    sizeof(uint32_t);
 		uint32_t *grown = realloc(tokens->vacant,
 		    ((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown));
 
-		if (grown == NULL)
-			return; /* the page stays, still usable */
+		if (grown == NULL) {
+			tokens->spares++; /* the page stays, empty and still usable */
+			return;
+		}
 		tokens->vacant = grown;
+		ckvo__bytes(hub, (ptrdiff_t)(((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown)) -
+		    (ptrdiff_t)before);
 	}
 	tokens->vacant[tokens->vacant_count++] = number;
-	tokens->generations[number] = newest;
 	free_pages_remove(tokens, page);
 	ck_pr_store_ptr(&tokens->dir->pages[number], NULL);
 	ckvo__retire(hub, &page->retire, page_free);
-	ckvo__retire_large(hub, sizeof(*page));
+	ckvo__bytes(hub, -(ptrdiff_t)sizeof(*page));
 }
 
 ckvo_token_t
 ckvo__token_of(const struct ckvo_observation *obs, uint64_t tag)
 {
-	return ((uint64_t)ckvo__tag_generation(tag) << 32) | ((uint64_t)obs->id + 1);
+	return (ckvo__tag_generation(tag) << CKVO_TOKEN_INDEX_BITS) | obs->id;
 }
 
 struct ckvo_observation *
@@ -244,18 +296,18 @@ ckvo__token_record(struct ckvo_hub *hub, uint32_t id)
 struct ckvo_observation *
 ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token, uint64_t *tag)
 {
-	uint64_t low = token & 0xffffffffu;
+	uint64_t generation = token >> CKVO_TOKEN_INDEX_BITS;
 	struct ckvo_observation *obs;
 
-	if (low == 0)
-		return NULL;
-	obs = ckvo__token_record(hub, (uint32_t)(low - 1));
+	if (generation == 0)
+		return NULL; /* a record not yet handed out carries generation 0 */
+	obs = ckvo__token_record(hub, (uint32_t)(token & ((1u << CKVO_TOKEN_INDEX_BITS) - 1)));
 	if (obs == NULL)
 		return NULL;
 	*tag = ck_pr_load_64(&obs->tag);
 	/* Pairs with the release when the record went live (observe.c). */
 	CKVO_TSAN_ACQUIRE(obs);
-	if (ckvo__tag_generation(*tag) != (uint32_t)(token >> 32))
+	if (ckvo__tag_generation(*tag) != generation)
 		return NULL;
 	return obs;
 }
@@ -275,13 +327,7 @@ ckvo__tokens_destroy(struct ckvo_hub *hub)
 			free(dir->pages[i]);
 		}
 	}
-	while (dir != NULL) {
-		struct ckvo_token_dir *older = dir->older;
-
-		free(dir);
-		dir = older;
-	}
-	free(tokens->generations);
+	free(dir);
 	free(tokens->vacant);
 	memset(tokens, 0, sizeof(*tokens));
 }

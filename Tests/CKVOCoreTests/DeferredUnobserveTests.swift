@@ -7,6 +7,20 @@ import CKVOTestSupport
 import Testing
 
 @Suite struct DeferredUnobserveTests {
+    /// A one-shot observer may be called (by a dispatch on another thread) before its
+    /// registration has returned; its ckvo_unobserve_deferred then must still remove it.
+    /// Contends on purpose: one thread registers while another announces without pause.
+    @Test func selfRemovingObserverCalledBeforeItsRegistrationReturnsIsRemoved() {
+        let hub = TestHub()
+        let count = ckvots_sanitizer_active() ? 200_000 : 3_000_000
+        var refused = 0
+        var called = 0
+        #expect(ckvots_self_removal_race(hub.raw, hub.key("value"), count, &refused, &called) == 0)
+        #expect(called == count)
+        #expect(refused == 0, "a self-removal was refused: the observer stays registered")
+        #expect(hub.stats().observations == 0)
+    }
+
     @Test func deferredUnobserveInsideCallbackSkipsLaterDispatches() {
         let hub = TestHub()
         let raw = hub.raw

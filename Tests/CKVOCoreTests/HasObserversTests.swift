@@ -78,4 +78,23 @@ import Testing
         #expect(ckvo_key_probe(hub.raw, 999) == nil)
         #expect(ckvo_key_probe(nil, 1) == nil)
     }
+
+    /// The setters' inline check (the key's probe) while other threads register and remove
+    /// observations of the same key every way the API allows, some removing themselves from
+    /// their first callback: an observation registered throughout keeps the probe above zero
+    /// and receives every announcement, and the counters end exactly where they began.
+    @Test func keyProbeNeverReadsZeroWhileOtherThreadsRegisterAndRemoveOnTheSameKey() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let iterations = ckvots_sanitizer_active() ? 20_000 : 200_000
+        var result = ckvots_probe_contention_result()
+        #expect(ckvots_probe_contention(hub.raw, key, 3, iterations, &result) == 0)
+        #expect(result.failures == 0)
+        #expect(result.zero_reads == 0, "the probe said nobody observes the key")
+        #expect(result.announced > 0)
+        #expect(result.delivered == result.announced)
+        #expect(result.observations_after == 1)
+        #expect(result.prior_observations_after == 0)
+        #expect(hub.stats().observations == 0)
+    }
 }

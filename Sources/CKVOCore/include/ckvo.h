@@ -93,8 +93,10 @@ typedef struct ckvo_hub ckvo_hub_t;
 typedef uint32_t ckvo_key_t;
 
 /*
- * Names one observation. 0 is never a valid token. Tokens are never reused
- * within a hub: a stale token can never name another observation.
+ * Names one observation of one hub. 0 is never a valid token. Tokens are
+ * never reused within the process: a stale token, or one given to another
+ * hub (also to a hub created after its own was destroyed), is CKVO_ENOENT
+ * and removes nothing (SPEC §2.21).
  */
 typedef uint64_t ckvo_token_t;
 
@@ -169,12 +171,20 @@ typedef void (*ckvo_callback_t)(const ckvo_change_t *change, void *context);
 /*
  * Called exactly once per successful ckvo_observe, when the observation has
  * been removed and a grace period has passed in which no dispatch can still
- * use `context`. Runs on whichever thread performs that reclamation: a later
- * ckvo_observe or removal (ckvo_unobserve and its variants except
- * ckvo_unobserve_deferred), ckvo_hub_flush, ckvo_hub_destroy, or the hub's
- * background thread; never inside ckvo_key_intern, ckvo_hub_stats or a
- * dispatch. Runs with no hub lock held: it may call into this API (but not
- * destroy the hub whose observation it releases).
+ * use `context`. Releases run from a per-hub queue, one at a time, on
+ * whichever thread runs that queue: a later ckvo_observe or removal
+ * (ckvo_unobserve and its variants except ckvo_unobserve_deferred) made
+ * outside every callback, ckvo_hub_flush, ckvo_hub_destroy, or the hub's
+ * background thread. Never inside ckvo_key_intern, ckvo_hub_stats, a
+ * dispatch or an initial callback (what a callback removes is released
+ * after it returns, or by the background thread), and never nested inside
+ * another release: a release that removes again queues that release behind
+ * itself, so chains of releases run in a loop at a constant stack depth.
+ * Runs with no hub lock held: it may call into this API, with the same
+ * result whichever thread runs it: ckvo_unobserve_sync waits for dispatches
+ * but not for the release it queues; ckvo_hub_flush returns CKVO_EDEADLK
+ * (it would wait for the running release); ckvo_hub_destroy of the hub
+ * whose observation it releases returns CKVO_EDEADLK, destroying nothing.
  *
  * Promptness: with no dispatch running, the release runs within about 10 ms
  * of the removal even if the process makes no further call; with dispatches
@@ -196,7 +206,15 @@ typedef const void *(*ckvo_getter_t)(const void *object, ckvo_key_t key);
 typedef struct ckvo_hub_stats {
 	size_t observations;     /* registered and not yet removed */
 	size_t keys;             /* interned keys */
-	size_t pending_releases; /* removed, waiting for a grace period */
+	size_t pending_releases; /* removed, their release not yet returned */
+	/*
+	 * Bytes the hub holds in its token pages and directory, its index
+	 * tables (identities, slot map, object and owner sets) beyond their
+	 * initial few KB, and the hub itself; not counted: observer lists,
+	 * slots, groups and key names (tens of bytes per observation), nor
+	 * memory retired and waiting for a grace period.
+	 */
+	size_t bytes;
 } ckvo_hub_stats_t;
 
 /* -------------------------------------------------------------------- hub */
@@ -216,8 +234,8 @@ CKVO_EXPORT ckvo_hub_t *ckvo_hub_create(void);
  * wait is for dispatches of other hubs, which share the grace periods.
  * NULL is a no-op returning CKVO_OK. Returns CKVO_EINVAL for the default hub
  * (it lives as long as the process) and CKVO_EDEADLK, destroying nothing,
- * when called from inside a callback or from a release that the hub's own
- * background thread is running.
+ * when called from inside a callback or from a release of this hub
+ * (whichever thread runs it). From a release of another hub it is allowed.
  */
 CKVO_EXPORT ckvo_status_t ckvo_hub_destroy(ckvo_hub_t *hub);
 
@@ -226,13 +244,14 @@ CKVO_EXPORT ckvo_hub_t *ckvo_hub_default(void);
 
 /*
  * Waits until every observation removed before the call has been released:
- * for dispatches running on other threads to leave, then calls the pending
- * `release` callbacks on this thread, and waits for those another thread (a
- * writer, or the hub's background thread) took before the call and is still
- * running (unless called from a release itself). Releases are prompt without
- * it (see ckvo_release_t); it is for orderly shutdown and tests that need
- * them at once. Returns CKVO_EDEADLK, waiting for nothing, from inside a
- * callback.
+ * for dispatches running on other threads to leave, then for the hub's
+ * release queue up to the last observation removed before the call (a
+ * ticket), running those releases on this thread when no other thread is
+ * running the queue, and sleeping while one is. It never waits for
+ * releases of observations removed after the call began. Releases are
+ * prompt without it (see ckvo_release_t); it is for orderly shutdown and
+ * tests that need them at once. Returns CKVO_EDEADLK, waiting for nothing,
+ * from inside a callback or a release.
  */
 CKVO_EXPORT ckvo_status_t ckvo_hub_flush(ckvo_hub_t *hub);
 
@@ -323,8 +342,10 @@ CKVO_EXPORT ckvo_status_t ckvo_unobserve(ckvo_hub_t *hub, ckvo_token_t token);
  * be calling the observation's callback. It waits also when it returns
  * CKVO_ENOENT: the token may have been removed an instant earlier by
  * another call (e.g. a callback's ckvo_unobserve_deferred on its own token),
- * whose dispatch may still be running. Returns CKVO_EDEADLK, removing
- * nothing, when called from inside a callback (it would wait for itself).
+ * whose dispatch may still be running. Its release has run when it returns,
+ * except when called from a release: then it is queued behind the running
+ * one. Returns CKVO_EDEADLK, removing nothing, when called from inside a
+ * callback (it would wait for itself).
  */
 CKVO_EXPORT ckvo_status_t ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token);
 

@@ -309,6 +309,122 @@ int ckvots_fork_prompt_release(ckvo_hub_t *hub, const void *object, ckvo_key_t k
  */
 int ckvots_fork_pending_with_release_in_flight(ckvo_hub_t *hub, const void *object, ckvo_key_t key);
 
+/* --------------------------------------------------- release_runner.c */
+
+/* Failures of the release_runner.c scenarios (0 is success). */
+enum {
+	CKVOTS_RELEASE_SETUP = -2000,         /* observing or starting a thread failed */
+	CKVOTS_RELEASE_STATUS = -2001,        /* a removal or flush outside any release failed */
+	CKVOTS_RELEASE_NESTED_STATUS = -2002, /* a strict removal inside a release failed */
+	CKVOTS_RELEASE_NOT_ONCE = -2003,      /* a context was not released exactly once */
+};
+
+/*
+ * Registers `depth` observations of `key` whose release each calls
+ * ckvo_unobserve_sync on the next one, then removes the first with
+ * ckvo_unobserve_sync on a thread with a stack of `stack_bytes`, flushes,
+ * and checks every context was released exactly once. Returns 0 or a
+ * CKVOTS_RELEASE_* code; a release that recursed would overflow that stack.
+ */
+int ckvots_release_chain(ckvo_hub_t *hub, ckvo_key_t key, size_t depth, size_t stack_bytes);
+
+/*
+ * Another thread removes the first of a chain of `depth` observations (each
+ * release strictly removes the next) and one whose release holds that
+ * thread, as the runner, until this thread flushes; then this thread
+ * flushes. Stores how many links were released when that flush returned
+ * (all of them: the flush waits for the first link's release and the
+ * follow-ups it starts). Returns 0 or a CKVOTS_RELEASE_* code.
+ */
+int ckvots_flush_waits_for_follow_ups(ckvo_hub_t *hub, ckvo_key_t key, size_t depth,
+    size_t *released_when_flush_returned);
+
+/*
+ * Three dispatches, each holding the announcer's (error-checking) mutex, whose
+ * callback removes 64 observations; then a flush. Reports how many releases
+ * ran inside that callback on the same thread, how many found the announcer's
+ * mutex held by their own thread (a deadlock with a normal mutex), and what
+ * ckvo_hub_flush returned inside the first release. Returns 0 or a code.
+ */
+int ckvots_releases_inside_dispatch(ckvo_hub_t *hub, ckvo_key_t key, size_t *released_inside,
+    size_t *announcer_deadlocks, int *flush_status);
+
+/*
+ * A flush whose own release starts another thread that removes 64 more
+ * observations (later work); the first of their releases waits up to
+ * `seconds` for that flush to return. Stores in `*late_timed_out` whether it
+ * gave up (the flush waited for later work). Returns 0 or a code.
+ */
+int ckvots_flush_ignores_later_releases(ckvo_hub_t *hub, ckvo_key_t key, unsigned seconds,
+    int *late_timed_out);
+
+/*
+ * A thread removes 128 observations so that its next registration's unlock
+ * finds 64 of them ready, registers with CKVO_OPTION_INITIAL and calls
+ * pthread_exit() inside the initial callback. Then flushes (on the calling
+ * thread) and stores how many of the 128 were released. Returns 0, a code, or
+ * CKVOTS_THREAD_DID_NOT_EXIT.
+ */
+int ckvots_exit_inside_initial_callback(ckvo_hub_t *hub, ckvo_key_t key, size_t *released);
+
+/* ---------------------------------------------------- memory_targets.c */
+
+/*
+ * On an empty hub: 200,000 observations of one object, every 512th kept, the
+ * rest removed, flushed; then those removed too and a spike of 500,000
+ * registered, removed and flushed. Stores ckvo_hub_stats' `bytes` at the
+ * start, after the first flush and after the spike. Returns 0, or -1.
+ */
+int ckvots_memory_targets(ckvo_hub_t *hub, ckvo_key_t key, size_t *empty, size_t *survivors,
+    size_t *after_spike);
+
+/*
+ * The same with distinct objects and owners (one object group and one owner
+ * group per observation): 200,000 with every 512th kept, flushed; then a
+ * spike of 500,000 of which one stays, flushed. Stores the bytes at the
+ * start, after the first flush and after the spike; removes the last one.
+ * Returns 0, or -1.
+ */
+int ckvots_memory_targets_objects(ckvo_hub_t *hub, ckvo_key_t key, size_t *empty,
+    size_t *survivors, size_t *after_spike);
+
+/* -------------------------------------------------- probe_contention.c */
+
+/* What ckvots_probe_contention saw. */
+struct ckvots_probe_contention_result {
+	size_t announced;   /* the checker's announcements that returned CKVO_OK */
+	size_t delivered;   /* calls of the observation registered throughout */
+	size_t zero_reads;  /* reads of the key's probe that said "no observers" */
+	size_t failures;    /* unexpected statuses */
+	uint64_t observations_after;       /* the probe's counters once the churn */
+	uint64_t prior_observations_after; /* is over and flushed (1 and 0 expected) */
+};
+
+/*
+ * Registers one observation of (object, key) that stays registered, then
+ * starts `churners` threads that each run `iterations` registrations and
+ * removals of other observations of `key` (by token, owner, object, from
+ * their own callback, duplicates, every object, prior), all released by a
+ * barrier, while this thread reads the key's probe and announces changes of
+ * the object until they finish. Flushes, removes the persistent observation,
+ * flushes again. Returns 0, or -1 when out of memory.
+ */
+int ckvots_probe_contention(ckvo_hub_t *hub, ckvo_key_t key, unsigned churners, size_t iterations,
+    struct ckvots_probe_contention_result *result);
+
+/* ------------------------------------------------------ self_removal.c */
+
+/*
+ * Registers `count` one-shot observers of `key` (with owners) on one object
+ * while another thread announces changes of it without pause; each calls
+ * ckvo_unobserve_deferred on its own token from its first callback. Then
+ * announces once more and flushes. Stores how many deferrals were refused
+ * and how many observers were called. Returns 0, or -1 when out of memory.
+ * Not reentrant: one race at a time in the process.
+ */
+int ckvots_self_removal_race(ckvo_hub_t *hub, ckvo_key_t key, size_t count, size_t *refused,
+    size_t *called);
+
 /* ------------------------------------------------------ thread_exit.c */
 
 /*

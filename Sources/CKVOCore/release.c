@@ -1,0 +1,268 @@
+/*
+ * release.c — the release runner: user `release` callbacks run from a
+ * queue, one runner per hub at a time, iteratively.
+ *
+ * Invariants
+ * ----------
+ * - An observation whose grace period has passed is appended to its hub's
+ *   queue, under the hub lock, by whoever found it ready (reclaim.c). Its
+ *   position in the queue is its ticket: hub->queued counts observations
+ *   ever queued, hub->taken those a runner took off the front, hub->done
+ *   those whose release has returned and whose record went back to its
+ *   page (token.c). The queue is FIFO and only the runner takes from it, so
+ *   done <= taken <= queued, and every observation with a ticket at most
+ *   `done` has been released.
+ * - At most one thread is a hub's runner (hub->running, under the lock).
+ *   It takes a chunk off the front, drops the lock, calls the releases,
+ *   takes the lock again, gives the records back and advances `done`,
+ *   broadcasting hub->ran; then the next chunk, in a loop. So a release
+ *   that removes again (even ckvo_unobserve_sync on the next token) only
+ *   queues behind itself: the runner reaches it in a later turn of the
+ *   same loop, on the same stack frame. Release depth is one.
+ * - A thread becomes a runner only outside every read section (never
+ *   inside a dispatch or an initial callback) and while it runs no release
+ *   itself (ckvo__thread.releasing): a release never runs inside another
+ *   callback, nor nested inside another release. The one exception is
+ *   ckvo_hub_destroy called from a release of another hub: it must release
+ *   everything of the hub it destroys, so it runs that hub's queue there.
+ *   No release runs under a hub lock.
+ * - An observation that a release removes from its own hub is that
+ *   release's follow-up: it carries the release's ticket (obs->origin, set
+ *   when it is removed), and whoever queues it after its grace period (the
+ *   release's own strict removal, another thread's poll or flush, the
+ *   background reclaimer) puts it at the front of the queue, just after the
+ *   runner's current chunk, and moves past it the ticket of every waiter at
+ *   or after that origin (hub->waiters). So whoever waits for a release
+ *   also waits for the releases it started by strict removal, whichever
+ *   thread runs them: the effect of the nested calls of old, without their
+ *   stack. Waiters for earlier tickets do not move.
+ * - A runner runs up to a ticket: what was queued when it began, moved by
+ *   the follow-ups of the releases it runs. It never takes over other
+ *   threads' later work indefinitely: what is left queued when it stops is
+ *   the background reclaimer's (reclaimer.c), armed by the unlock that
+ *   follows.
+ * - A flush (reclaim.c) takes its ticket after queueing what it detached:
+ *   it waits until `done` reaches that ticket, moved by follow-ups as
+ *   above, and no further. While another thread is the runner it sleeps on
+ *   hub->ran; when no thread is, it runs the queue itself up to its
+ *   ticket. It never waits for work queued after it began other than the
+ *   follow-ups of releases it waits for.
+ * - Nothing is held privately across a callback the engine does not
+ *   control except a runner's current chunk: a thread that exits inside an
+ *   initial callback or a dispatch leaves the queue as it was, and the
+ *   background reclaimer runs it.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* Observations a runner takes off the queue at once: one lock per chunk to give records back. */
+#define CKVO_RELEASE_CHUNK 64u
+
+bool
+ckvo__release_init(struct ckvo_hub *hub)
+{
+	return pthread_cond_init(&hub->ran, NULL) == 0;
+}
+
+/* Appends the observation at `link` to the queue. */
+static void
+queue_append(struct ckvo_hub *hub, ck_stack_entry_t *link)
+{
+	link->next = NULL;
+	if (hub->queue_tail != NULL)
+		hub->queue_tail->next = link;
+	else
+		hub->queue_head = link;
+	hub->queue_tail = link;
+}
+
+/*
+ * Puts a follow-up of the release at ticket `origin` at the front of the
+ * queue, just after the chunk the runner holds (tickets up to `taken`), so
+ * what was queued behind moves back by one; and every waiter for that
+ * release or a later one now waits for the follow-up too.
+ */
+static void
+queue_follow_up(struct ckvo_hub *hub, ck_stack_entry_t *link, uint64_t origin)
+{
+	link->next = hub->queue_head;
+	hub->queue_head = link;
+	if (hub->queue_tail == NULL)
+		hub->queue_tail = link;
+	for (struct ckvo_waiter *waiter = hub->waiters; waiter != NULL; waiter = waiter->next) {
+		if (waiter->ticket >= origin)
+			waiter->ticket = (waiter->ticket > hub->taken ? waiter->ticket : hub->taken) + 1;
+	}
+}
+
+void
+ckvo__release_enqueue(struct ckvo_hub *hub, ck_stack_entry_t *head, ck_stack_entry_t *tail,
+    unsigned int count)
+{
+	ck_stack_entry_t *cursor, *next;
+
+	if (head == NULL)
+		return;
+	tail->next = NULL;
+	hub->queued += count;
+	for (cursor = head; cursor != NULL; cursor = next) {
+		struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, link, cursor);
+
+		next = cursor->next;
+		if (obs->origin != 0)
+			queue_follow_up(hub, cursor, obs->origin);
+		else
+			queue_append(hub, cursor);
+	}
+}
+
+/* The ticket of the release of `hub` this thread is running, or 0. */
+uint64_t
+ckvo__release_origin(const struct ckvo_hub *hub)
+{
+	return ckvo__thread.running == hub && ckvo__thread.releasing != 0 ? ckvo__thread.position : 0;
+}
+
+static void
+waiter_add(struct ckvo_hub *hub, struct ckvo_waiter *waiter, uint64_t ticket)
+{
+	waiter->ticket = ticket;
+	waiter->next = hub->waiters;
+	hub->waiters = waiter;
+}
+
+static void
+waiter_remove(struct ckvo_hub *hub, struct ckvo_waiter *waiter)
+{
+	struct ckvo_waiter **link = &hub->waiters;
+
+	while (*link != waiter)
+		link = &(*link)->next;
+	*link = waiter->next;
+}
+
+/* Whether this thread may run releases now: outside every callback and release. */
+static bool
+may_run(void)
+{
+	return ckvo__thread.releasing == 0 && !ckvo__in_read_section();
+}
+
+/*
+ * With the lock held and no runner: runs queued releases, as the hub's
+ * runner, until `done` reaches `ticket`, moved by follow-ups (or the queue
+ * is empty). Drops the
+ * lock around each chunk's releases; returns with it held.
+ */
+static void
+run(struct ckvo_hub *hub, uint64_t ticket)
+{
+	struct ckvo_hub *outer = ckvo__thread.running;
+	uint64_t outer_position = ckvo__thread.position;
+	struct ckvo_waiter self;
+
+	hub->running = true;
+	hub->runner = pthread_self();
+	ckvo__thread.running = hub;
+	/* The follow-ups of the releases it runs move its ticket like any waiter's. */
+	waiter_add(hub, &self, ticket);
+	while (hub->done < self.ticket && hub->queue_head != NULL) {
+		ck_stack_entry_t *chunk = hub->queue_head, *last = chunk, *cursor, *next;
+		uint64_t want = self.ticket - hub->taken, position = hub->taken;
+		unsigned int count = 1;
+
+		if (want > CKVO_RELEASE_CHUNK)
+			want = CKVO_RELEASE_CHUNK;
+		while (count < want && last->next != NULL) {
+			last = last->next;
+			count++;
+		}
+		hub->queue_head = last->next;
+		if (hub->queue_head == NULL)
+			hub->queue_tail = NULL;
+		last->next = NULL;
+		hub->taken += count;
+
+		ckvo__thread.writing = NULL;
+		(void)pthread_mutex_unlock(&hub->lock);
+		/*
+		 * Every dispatch that could reach these observations left its read
+		 * section before the scan that made them ready (reclaim.c): pairs
+		 * with the release in ckvo__read_end, for ThreadSanitizer, which
+		 * cannot see the epoch. What follows (the releases, then the records
+		 * given back and reused by later registrations through the hub
+		 * lock) happens after those dispatches' reads of the records.
+		 */
+		CKVO_TSAN_ACQUIRE(&ckvo__epoch);
+		ckvo__thread.releasing++;
+		for (cursor = chunk; cursor != NULL; cursor = cursor->next) {
+			struct ckvo_observation *obs =
+			    CKVO_CONTAINER(struct ckvo_observation, link, cursor);
+
+			/* Its ticket: what it queues is its follow-up (ckvo__release_enqueue). */
+			ckvo__thread.position = ++position;
+			if (obs->release != NULL)
+				obs->release(obs->context);
+		}
+		ckvo__thread.releasing--;
+		ckvo__hub_lock(hub);
+		for (cursor = chunk; cursor != NULL; cursor = next) {
+			next = cursor->next;
+			ckvo__token_return(hub, CKVO_CONTAINER(struct ckvo_observation, link, cursor));
+		}
+		hub->done += count;
+		(void)pthread_cond_broadcast(&hub->ran);
+	}
+	waiter_remove(hub, &self);
+	hub->running = false;
+	ckvo__thread.running = outer;
+	ckvo__thread.position = outer_position;
+	(void)pthread_cond_broadcast(&hub->ran);
+}
+
+void
+ckvo__release_run(struct ckvo_hub *hub)
+{
+	if (hub->queue_head == NULL || hub->running || !may_run())
+		return;
+	run(hub, hub->queued);
+}
+
+void
+ckvo__release_wait(struct ckvo_hub *hub, uint64_t ticket)
+{
+	struct ckvo_waiter self;
+
+	waiter_add(hub, &self, ticket);
+	while (hub->done < self.ticket) {
+		if (!hub->running) {
+			run(hub, self.ticket);
+			continue;
+		}
+		ckvo__thread.writing = NULL;
+		(void)pthread_cond_wait(&hub->ran, &hub->lock);
+		ckvo__thread.writing = hub;
+	}
+	waiter_remove(hub, &self);
+}
+
+bool
+ckvo__release_is_runner(const struct ckvo_hub *hub)
+{
+	return hub->running && pthread_equal(hub->runner, pthread_self());
+}
+
+void
+ckvo__release_after_fork_child(struct ckvo_hub *hub)
+{
+	/* A waiter or runner of the parent may be listed in the condition: start it afresh. */
+	(void)ckvo__release_init(hub);
+	/* Waiters of vanished threads: their records were on their stacks. */
+	hub->waiters = NULL;
+	if (hub->running && !pthread_equal(hub->runner, pthread_self())) {
+		/* The chunk the vanished runner held is lost with it: count it as done. */
+		hub->done = hub->taken;
+		hub->running = false;
+	}
+}
