@@ -332,7 +332,7 @@ relay-bench: deps
 	$(RELAY_ENV) $(SWIFT) run $(RELAY_SCRATCH) $(RELAY_BENCH_CONFIG) RelayBenchmarks $(RELAY_BENCH_ARGS); status=$$?; \
 		$(MAKE) --no-print-directory pg-stop; exit $$status
 
-# A seeded generator (Relay/Tests/RelayFuzz) feeds random bytes, mutated messages and message
+# A seeded generator (Tests/RelayFuzz) feeds random bytes, mutated messages and message
 # sequences at the edges of every field into an unsigned and a signed relay; it fails on a trap
 # or on a message not accounted for exactly once. No server needed. The seed is printed: pass it
 # back as RELAY_FUZZ_SEED to replay a run.
