@@ -97,7 +97,8 @@ echo "== consumer with the trait: run RelayExample against PGHOST=${PGHOST:-} PG
 printf 'order 7\ncheckout on\n' | (cd "$work/relay" && PGSSLMODE=disable timeout 120 "$swift" run --skip-build RelayExample) \
     > "$work/relay/run.log" 2>&1 || { cat "$work/relay/run.log"; exit 1; }
 cat "$work/relay/run.log"
-for line in "listening as " "order 7 placed here" "checkout is on" "stopped: 0 message(s) not sent"; do
-    grep -qF "$line" "$work/relay/run.log" || { echo "FAIL: the example did not print \"$line\""; exit 1; }
+grep -q "^listening as " "$work/relay/run.log" || { echo "FAIL: the example did not listen"; exit 1; }
+for line in "order 7 placed here" "checkout is on" "stopped: 0 message(s) not sent"; do
+    grep -qxF "$line" "$work/relay/run.log" || { echo "FAIL: the example did not print \"$line\""; exit 1; }
 done
 echo "ok: the relay example built from the URL ran, and shut down with its queue sent"

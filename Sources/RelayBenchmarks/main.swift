@@ -299,6 +299,11 @@ let signedRelay = try await RelayContender(
 let loopback = try await LoopbackContender(setup: setup)
 let rawWithRelayWork = try await RawWithRelayWork(suffix: suffix, setup: setup)
 let publishProbe = try await PublishProbe(suffix: suffix, setup: setup)
+let property = try await PropertyContender(
+    name: "relay, property assignments, no state table", channel: "bench_prop_\(suffix)", stateTable: nil, setup: setup)
+let propertyState = try await PropertyContender(
+    name: "relay, property assignments, state table", channel: "bench_props_\(suffix)", stateTable: .default,
+    setup: setup)
 
 log("warming up")
 _ = try await latency(raw, count: warmUp)
@@ -307,6 +312,8 @@ _ = try await latency(relay, count: warmUp)
 _ = try await latency(signedRelay, count: warmUp)
 _ = try await latency(loopback, count: warmUp)
 _ = try await latency(rawWithRelayWork, count: warmUp)
+_ = try await latency(property, count: warmUp)
+_ = try await latency(propertyState, count: warmUp)
 _ = try await publishProbe.roundTrips(count: warmUp)
 
 var rawLatency = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
@@ -319,6 +326,8 @@ var loopbackPublished = rawLatency
 var rawWithRelayWorkLatency = rawLatency
 var rawWithRelayWorkEncoding = rawLatency
 var rawWithRelayWorkReceiving = rawLatency
+var propertyLatency = rawLatency
+var propertyStateLatency = rawLatency
 var relayPosting = rawLatency
 var relaySkippingOwn = rawLatency
 var relayReceiving = rawLatency
@@ -346,6 +355,8 @@ for round in 1...rounds {
         relayReceiving.add(relay.receiving.histogram)
         loopback.broker.published.reset()
         loopbackLatency.add(try await latency(loopback, count: latencyTurn))
+        propertyLatency.add(try await latency(property, count: latencyTurn))
+        propertyStateLatency.add(try await latency(propertyState, count: latencyTurn))
         loopbackPublished.add(loopback.broker.published.histogram)
     }
     rates[raw.name, default: []].append(try await throughput(raw, count: throughputMessages))
@@ -361,6 +372,8 @@ for round in 1...rounds {
     rates[rawAsRelayListening.name, default: []].append(
         try await throughput(rawAsRelayListening, count: throughputMessages))
     rates[loopback.name, default: []].append(try await throughput(loopback, count: throughputMessages))
+    rates[property.name, default: []].append(try await throughput(property, count: throughputMessages))
+    rates[propertyState.name, default: []].append(try await throughput(propertyState, count: throughputMessages))
     let statements = try await publishProbe.roundTrips(count: latencySamples)
     statementRaw.add(statements.raw)
     statementTransport.add(statements.transport)
@@ -410,6 +423,26 @@ for name in [raw.name, rawBatched.name, rawAsRelay.name, rawAsRelayListening.nam
 print(
     ("relay, signed / relay").padding(toLength: 64, withPad: " ", startingAt: 0),
     String(format: "%6.2fx", median(rates[signedRelay.name]!) / median(rates[relay.name]!)))
+print("replicated property assignments, state table against none (round the \(PropertyContender.properties) properties in bursts)")
+print("latency, closed loop, one assignment per statement (µs)   p50       p90       p99")
+for (name, histogram) in [("no state table", propertyLatency), ("state table (upsert with the NOTIFY)", propertyStateLatency)] {
+    print(
+        ("  " + name).padding(toLength: 54, withPad: " ", startingAt: 0),
+        microseconds(histogram.valueAtPercentile(50)), " ", microseconds(histogram.valueAtPercentile(90)), " ",
+        microseconds(histogram.valueAtPercentile(99)))
+}
+print(
+    String(
+        format: "  state-table write per assignment (p50 difference)       %8.1f µs (%.2fx)",
+        (Double(propertyStateLatency.valueAtPercentile(50)) - Double(propertyLatency.valueAtPercentile(50))) / 1000,
+        ratio(50, propertyLatency, propertyStateLatency)))
+print("throughput, \(throughputMessages) assignments per burst, median of rounds (assignments/s)")
+for name in [property.name, propertyState.name] {
+    print(("  " + name).padding(toLength: 56, withPad: " ", startingAt: 0), String(format: "%10.0f", median(rates[name]!)))
+}
+print(
+    ("  state table / none, throughput").padding(toLength: 64, withPad: " ", startingAt: 0),
+    String(format: "%6.2fx", median(rates[propertyState.name]!) / median(rates[property.name]!)))
 print("signing, in process (µs per message, median of rounds)")
 for (label, cost) in [
     ("  sign a \(signingCosts[0].smallBytes)-byte message (HMAC-SHA256, hex)", \SigningCosts.signSmall),

@@ -131,15 +131,21 @@ enum Dependencies {
     static func dependentKey<Root: KeyValueObservable>(
         for keyPath: AnyKeyPath, on object: Root
     ) throws(KVOError) -> DependentKey? {
-        if let existing = state.withLock({ $0.keys[keyPath] }) { return existing }
-        let declared = type(of: object).dependentKeyPaths
+        let declared = declarations(of: object)
         guard let declaration = self.declaration(of: keyPath, in: declared) else { return nil }
+        if let existing = state.withLock({ $0.keys[keyPath] }) { return existing }
         if isCyclic(declaration, in: declared) { throw .dependencyCycle }
         let dependent: DependentKey
         if declaration != keyPath {
             guard let declared = try dependentKey(for: declaration, on: object) else { return nil }
             dependent = declared
         } else {
+            if KeyPathRegistry.property(declaration, of: object) != nil {
+                throw KeyPathRegistry.refusal(
+                    declaration,
+                    "declared in dependentKeyPaths, but it is an observable property: "
+                        + "only a computed property can be a dependent key")
+            }
             try checkSources(of: declaration, in: declared, on: object)
             guard let maker = keyPath as? any DependentKeyMaking else { return nil }
             let key = Engine.intern(EngineKeyName.dependent(keyPath))
@@ -151,6 +157,21 @@ enum Dependencies {
             state.keys[keyPath] = dependent
             state.dependents = [:]  // setters learn of it
             return dependent
+        }
+    }
+
+    /// The entries of `object`'s class's `dependentKeyPaths` that belong to it:
+    /// those whose dependent key is rooted in the class or a superclass. An
+    /// entry rooted in another class (`\Other.name: [\Mine.title]`) is not
+    /// the declaring class's to make: it is ignored, so it can never turn
+    /// another class's property into a key that class's setters do not
+    /// announce.
+    private static func declarations<Root: KeyValueObservable>(
+        of object: Root
+    ) -> [AnyKeyPath: [AnyKeyPath]] {
+        let objectType = type(of: object)
+        return objectType.dependentKeyPaths.filter {
+            KeyPathRegistry.rerooted($0.key, at: objectType) != nil
         }
     }
 
@@ -219,7 +240,7 @@ enum Dependencies {
     ) -> [DependentKey] {
         let classKey = ClassKey(type: ObjectIdentifier(type(of: object)), key: key)
         if let cached = state.withLock({ $0.dependents[classKey] }) { return cached }
-        let declared = type(of: object).dependentKeyPaths
+        let declared = declarations(of: object)
         return state.withLock { state in
             if let cached = state.dependents[classKey] { return cached }
             // Only dependent keys made so far (observed at some point): one

@@ -129,6 +129,8 @@ enum KVOControllerKey {
         switch resolved.kind {
         case .property, .dependent:
             UInt(resolved.key) << 1 | 1
+        case .chain where resolved.key != 0:  // an override: one observation whatever the spelling
+            UInt(resolved.key) << 1 | 1
         case .chain:
             UInt(bitPattern: ObjectIdentifier(resolved.keyPath))
         }

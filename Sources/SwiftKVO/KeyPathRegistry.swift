@@ -14,7 +14,12 @@
 //      the previous link leads to declares, and every link but the last must
 //      lead to a `KeyValueObservable` class. A subscript of an array, an
 //      existential link, a computed property of a type no observable
-//      property has: refused here, never evaluated;
+//      property has: refused here, never evaluated. When that class's name
+//      table names all its observable properties (DeclaredAccessors.swift,
+//      as `@KeyValueObservable` writes it), each component must also be one
+//      of their accessors: a computed property of the same type as one is
+//      refused here too. Without a complete table such a computed property
+//      passes this step and is read once in the next: its getter runs;
 //   3. the identity: only then is the key path read once while the wrapper
 //      getters on the way record their property and the key path the
 //      compiler wrote for it (KeyPathProbe.swift), and the user's key path
@@ -59,17 +64,23 @@ struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
     /// The interned user key path (immortal: the registry keeps it).
     @usableFromInline
     unowned(unsafe) let keyPath: AnyKeyPath
-    /// The engine key, for `.property` and `.dependent`.
+    /// The engine key, for `.property` and `.dependent`; for a `.chain` that
+    /// reads one property through an override of its accessors, that
+    /// property's key (its changes are announced there); 0 for other chains.
     @usableFromInline
     let key: EngineKey
     /// The property, for `.property` (immortal: the registry keeps it).
     unowned(unsafe) let property: PropertyKey?
+    /// The class that declares the property, for `.property`: held here so
+    /// that checking it costs no reference count on `property`.
+    let declaringClass: AnyClass?
 
     init(kind: Kind, keyPath: AnyKeyPath, key: EngineKey, property: PropertyKey?) {
         self.kind = kind
         self.keyPath = keyPath
         self.key = key
         self.property = property
+        self.declaringClass = property?.declaringClass
     }
 
     /// The key path at +0, for `ObservedChange` (kept alive by the registry).
@@ -102,22 +113,41 @@ enum KeyPathRegistry {
         // A per-thread cache first: manual will/did calls resolve on every
         // change and must not contend on the registry lock.
         let local = resolvedCache.unmanagedValue { ResolvedCache() }
-        if let cached = local._withUnsafeGuaranteedRef({ $0.lookup(keyPath) }) { return cached }
+        if let cached = local._withUnsafeGuaranteedRef({ $0.lookup(keyPath) }) {
+            return readsOverride(cached, on: object)
+        }
         if let cached = resolvedKeyPaths.withLock({ $0[keyPath] }) {
             local._withUnsafeGuaranteedRef { $0.remember(keyPath, cached) }
-            return cached
+            return readsOverride(cached, on: object)
         }
         let (resolved, isFinal) = try classify(keyPath, on: object)
         // An optional chain cut short by a nil link, whose links past it were
         // never seen, is decided again next time: not cached.
-        guard isFinal else { return resolved }
+        guard isFinal else { return readsOverride(resolved, on: object) }
         let interned = resolvedKeyPaths.withLock { resolvedKeyPaths in
             if let existing = resolvedKeyPaths[keyPath] { return existing }
             resolvedKeyPaths[keyPath] = resolved
             return resolved
         }
         local._withUnsafeGuaranteedRef { $0.remember(keyPath, interned) }
-        return interned
+        return readsOverride(interned, on: object)
+    }
+
+    /// `resolved` as observed on `object`: a property whose accessors the
+    /// object's class overrides (`\Base.name` on an object of a subclass
+    /// with `override var name { get … }`) reads the override, not the
+    /// stored value its setter announces, so it is observed as a one-link
+    /// chain whose values are read through the key path. One comparison
+    /// for an object of the declaring class itself.
+    @inline(__always)
+    private static func readsOverride<Root: KeyValueObservable>(
+        _ resolved: ResolvedKeyPath, on object: Root
+    ) -> ResolvedKeyPath {
+        guard resolved.kind == .property, let declaring = resolved.declaringClass,
+            ObjectIdentifier(type(of: object)) != ObjectIdentifier(declaring),
+            AccessorOverrides.exist(in: type(of: object), of: declaring)
+        else { return resolved }
+        return ResolvedKeyPath(kind: .chain, keyPath: resolved.keyPath, key: resolved.key, property: nil)
     }
 
     /// What `keyPath` is on `object`, and whether that is final (cacheable).
@@ -152,9 +182,12 @@ enum KeyPathRegistry {
             // The subclass's own declaration of an inherited property: an
             // override. Its values are read through it, as a one-link chain.
             guard let declaring = first.property.declaringClass, Root.self != declaring,
-                isSubclass(Root.self, of: declaring)
+                isSubclass(Root.self, of: declaring),
+                AccessorOverrides.exist(in: Root.self, of: declaring)
             else { throw refusal(keyPath, "a computed property, not an observable one") }
-            return (chain, true)
+            let override = ResolvedKeyPath(
+                kind: .chain, keyPath: keyPath, key: first.property.key, property: nil)
+            return (override, true)
         }
         switch chainMatch(records, links, keyPath: keyPath) {
         case .exact:
@@ -191,6 +224,12 @@ enum KeyPathRegistry {
                     keyPath,
                     "link \(index + 1) (\(link.valueTypeName)) is not an observable property "
                         + "of \(_typeName(owner, qualified: false))")
+            }
+            if let declared = DeclaredAccessors.of(owner), !declared.contains(link.accessor) {
+                throw refusal(
+                    keyPath,
+                    "link \(index + 1) (\(link.valueTypeName)) is none of the observable properties "
+                        + "\(_typeName(owner, qualified: false)).observableKeyPaths names")
             }
             guard index < links.count - 1 else { break }
             var next = valueType

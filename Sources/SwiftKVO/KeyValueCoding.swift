@@ -10,9 +10,10 @@
 // resolution, key, order, options and lifetimes as the typed observation,
 // so one removes the other and a controller deduplicates across spellings).
 //
-// A resolved path is cached per (class, path) for the life of the process:
-// a lookup by name costs a locked dictionary read, and the typed path is
-// untouched.
+// A resolved path is cached per (class, path) for the life of the process,
+// and each thread remembers the last few it looked up: a repeated lookup by
+// name costs a few comparisons, a new one a locked dictionary read, and the
+// typed path is untouched.
 
 import Synchronization
 
@@ -173,8 +174,56 @@ enum KeyValueCoding {
 
     private static let resolved = LockedState([CacheKey: NamedKeyPath]())
 
+    /// The paths one thread looked up last: found by comparing the class and
+    /// the string (a few instructions for a short name), before hashing the
+    /// string for the shared table under its lock.
+    final class RecentPaths {
+        // Used by its thread only: no dynamic exclusivity check. Three
+        // arrays, not one of tuples: a tuple holding an existential is
+        // copied through the runtime's generic witnesses.
+        @exclusivity(unchecked) private var roots: [ObjectIdentifier] = []
+        @exclusivity(unchecked) private var paths: [String] = []
+        @exclusivity(unchecked) private var named: [NamedKeyPath] = []
+        private var next = 0
+        private static let capacity = 8
+
+        func lookup(_ root: ObjectIdentifier, _ path: String) -> NamedKeyPath? {
+            for index in roots.indices where roots[index] == root && paths[index] == path {
+                return named[index]
+            }
+            return nil
+        }
+
+        func remember(_ root: ObjectIdentifier, _ path: String, _ found: NamedKeyPath) {
+            if roots.count < Self.capacity {
+                roots.append(root)
+                paths.append(path)
+                named.append(found)
+            } else {
+                roots[next] = root
+                paths[next] = path
+                named[next] = found
+                next = (next + 1) % Self.capacity
+            }
+        }
+    }
+
+    private static let recentPaths = ThreadLocal<RecentPaths>()
+
     /// The key path `path` names on `root`.
     static func path(_ path: String, on root: any KeyValueObservable.Type) throws(KVOError) -> NamedKeyPath {
+        let recent = recentPaths.unmanagedValue { RecentPaths() }
+        let rootID = ObjectIdentifier(root)
+        if let named = recent._withUnsafeGuaranteedRef({ $0.lookup(rootID, path) }) { return named }
+        let named = try sharedPath(path, on: root)
+        recent._withUnsafeGuaranteedRef { $0.remember(rootID, path, named) }
+        return named
+    }
+
+    /// The key path `path` names on `root`, from the table every thread shares.
+    private static func sharedPath(
+        _ path: String, on root: any KeyValueObservable.Type
+    ) throws(KVOError) -> NamedKeyPath {
         let cacheKey = CacheKey(root: ObjectIdentifier(root), path: path)
         if let cached = resolved.withLock({ $0[cacheKey] }) { return cached }
         var composed: AnyKeyPath?

@@ -47,7 +47,10 @@ public protocol KeyValueObservable: AnyObject, SendableMetatype {
     var kvoRegistrar: KVORegistrar { get }
 
     /// Computed keys and the keys they are computed from (default: none).
-    /// Both sides are key paths rooted in the declaring class.
+    /// Both sides are key paths rooted in the declaring class (or a
+    /// superclass); an entry whose computed key is rooted in any other class
+    /// is ignored, and an `@Observed` property declared as a computed key is
+    /// refused when observed.
     static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { get }
 
     /// The observable keys by name, for key-value coding (default: none):
@@ -56,6 +59,13 @@ public protocol KeyValueObservable: AnyObject, SendableMetatype {
     /// (`["name": \Account.name, "balance": \Account.balance]`). The
     /// `@KeyValueObservable` macro writes it; a hand-written class declares it
     /// to be reached by name.
+    ///
+    /// A table that names every observable property of a non-generic class
+    /// (as the macro's does) also tells registration which accessors are
+    /// properties: a computed property or subscript of such a class is then
+    /// refused without its getter ever running. Without one, a computed
+    /// property whose type is the type of an observable property is read
+    /// once at registration to tell it apart (and is then refused).
     static var observableKeyPaths: [String: AnyKeyPath] { get }
 
     /// Whether Swift's Observation module can observe the class too: `true`

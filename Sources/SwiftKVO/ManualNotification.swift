@@ -146,13 +146,14 @@ enum ManualChanges {
 
     static let pending = ThreadLocal<Stack>()
 
-    /// The key a manual announcement for `keyPath` notifies: a property or a
-    /// dependent key; `nil` (the announcement is a no-op) for anything else.
+    /// The key a manual announcement for `keyPath` notifies: a property
+    /// (also one read through an override of its accessors) or a dependent
+    /// key; `nil` (the announcement is a no-op) for anything else.
     static func key<Root: KeyValueObservable, Value>(
         _ keyPath: KeyPath<Root, Value>, on object: Root
     ) -> ResolvedKeyPath? {
         guard let resolved = try? KeyPathRegistry.resolve(keyPath, on: object),
-            resolved.kind != .chain
+            resolved.key != 0
         else { return nil }
         return resolved
     }

@@ -32,24 +32,46 @@ final class NamedObservation: EngineObservation, @unchecked Sendable {
         guard let address = change.objectAddress else { return }
         // Values are loaded only where the engine passed them (pointer
         // checks, no comparison of `Any?`s): each load is one copy into an
-        // existential, the one cost a name adds to a delivery.
-        let old: Any? = change.raw.pointee.old_value.map(box.load)
-        let new: Any?
-        if let pointer = change.raw.pointee.new_value {
-            new = box.load(pointer)
-        } else if box.readsInitialValue, change.isInitial {
-            new = Unmanaged<AnyObject>.fromOpaque(address)._withUnsafeGuaranteedRef {
-                ($0 as Any)[keyPath: box.unmanagedKeyPath.takeUnretainedValue()]
-            }
-        } else {
-            new = nil
-        }
+        // existential, the one cost a name adds to a delivery. The change is
+        // built here, its values moved in, and lent to the handler: an `Any?`
+        // copied or destroyed costs calls into the runtime's witnesses, so
+        // none is copied (capturing them in the closure below would copy both).
+        let observed = ObservedChange<Any>(
+            delivered: change, load: box.load,
+            initialValue: { box.initialValue(change, of: address) }, keyPath: box.unmanagedKeyPath)
         Unmanaged<AnyObject>.fromOpaque(address)._withUnsafeGuaranteedRef { object in
-            box.handler(
-                object,
-                ObservedChange(
-                    kind: change.kind, oldValue: old, newValue: new, indexes: change.indexes,
-                    isPrior: change.isPrior, isInitial: change.isInitial, keyPath: box.unmanagedKeyPath))
+            box.handler(object, observed)
         }
+    }
+
+    /// The value an initial notification that asked for `.new` carries (the
+    /// engine passes none for Swift keys): read through the key path now.
+    private func initialValue(_ change: EngineChange, of address: UnsafeRawPointer) -> Any? {
+        guard readsInitialValue, change.isInitial else { return nil }
+        return Unmanaged<AnyObject>.fromOpaque(address)._withUnsafeGuaranteedRef {
+            ($0 as Any)[keyPath: unmanagedKeyPath.takeUnretainedValue()]
+        }
+    }
+}
+
+extension ObservedChange where Value == Any {
+    /// A change by name: each value the engine passed loaded straight into
+    /// its field with `load` (no `Any?` temporary, whose copies and
+    /// destroys are calls into the runtime); `initialValue` for an initial
+    /// notification without one.
+    @inline(__always)
+    init(
+        delivered change: EngineChange, load: (UnsafeRawPointer) -> Any,
+        initialValue: () -> Any?, keyPath: Unmanaged<AnyKeyPath>
+    ) {
+        self._bits = change.changeBits
+        if let pointer = change.raw.pointee.old_value { self.oldValue = load(pointer) } else { self.oldValue = nil }
+        if let pointer = change.raw.pointee.new_value {
+            self.newValue = load(pointer)
+        } else {
+            self.newValue = initialValue()
+        }
+        self._indexes = change.indexes
+        self._keyPath = keyPath
     }
 }

@@ -38,7 +38,10 @@ import Observation
 ///   changes, on the assigning thread, and then stops tracking (track again to
 ///   hear of the next change); it carries no values. An `Observations`
 ///   sequence yields the new value later, on its consumer's task, and may
-///   coalesce several changes into one.
+///   coalesce several changes into one. It reads the value again on its
+///   consumer's isolation once a change begins: assign on that isolation
+///   too (for example, both on the main actor), or a read may land between
+///   `willSet` and the store and yield the old value.
 /// - SwiftKVO calls its observers synchronously on the assigning thread,
 ///   after the store (and, with `.prior`, before it), for every change, with
 ///   old and new values, kinds and indexes.

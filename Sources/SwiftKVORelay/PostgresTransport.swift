@@ -89,12 +89,14 @@ public struct PostgresTransport: RelayTransport {
     /// never be answered. So each completion waits on the statement or on the
     /// connection's close, whichever comes first (one close callback per
     /// connection, not per statement), and nothing waits on a closing connection.
-    private final class Publisher: RelayPublisher {
+    final class Publisher: RelayPublisher {
         let connection: PostgresConnection
         let channel: RelayChannel
         let logger: Logger
         /// Statements not yet answered, by number; nil once the connection closed.
         private let pending = Mutex<(next: UInt64, completions: [UInt64: Completion]?)>((0, [:]))
+        /// Whether each state table can be used on this connection (PostgresStateTable.swift).
+        let tables = Mutex(TableStatuses())
 
         typealias Completion = @Sendable (Result<Void, any Error>) -> Void
 
@@ -109,10 +111,19 @@ public struct PostgresTransport: RelayTransport {
                     return pending.completions ?? [:]
                 }
                 for completion in completions.values { completion(.failure(PostgresTransportError.connectionClosed)) }
+                self.closeTables()
             }
         }
 
         func publish(_ messages: [String], completion: @escaping Completion) {
+            publish(messages, statement: { self.statement(messages) }, completion: completion)
+        }
+
+        /// Runs `statement` (which publishes `messages`) and calls `completion` once.
+        func publish(
+            _ messages: [String], statement: () -> EventLoopFuture<PostgresQueryMetadata>,
+            completion: @escaping Completion
+        ) {
             let number: UInt64? = pending.withLock { pending in
                 guard pending.completions != nil else { return nil }
                 pending.next += 1
@@ -120,7 +131,7 @@ public struct PostgresTransport: RelayTransport {
                 return pending.next
             }
             guard let number else { return completion(.failure(PostgresTransportError.connectionClosed)) }
-            statement(messages).whenComplete { result in
+            statement().whenComplete { result in
                 guard let completion = self.pending.withLock({ $0.completions?.removeValue(forKey: number) }) else { return }
                 completion(result.map { _ in () }.mapError { $0 })
             }

@@ -27,7 +27,9 @@ import Synchronization
 ///   ties broken by instance id.
 /// - After a reconnect, when another instance's sequence numbers show
 ///   that messages were missed, or when another instance restarted, the
-///   relay posts ``resynchronize``: reload state.
+///   relay reloads replicated values from its state table
+///   (``RelayConfiguration/stateTable``) and posts ``resynchronize``:
+///   reload any other state.
 ///
 /// See the DocC article *Relaying between instances* for the delivery guarantees.
 ///
@@ -52,7 +54,13 @@ public final class Relay: Sendable {
     /// ``RelayConfiguration/maximumSequenceJump``): whatever was sent
     /// meanwhile may be gone, so reload the state you keep in sync.
     ///
-    /// User info: `"reason"` — `"reconnected"`, `"missed"` or `"restarted"`.
+    /// When the relay keeps state (``RelayConfiguration/stateTable``) and
+    /// replicates properties, it first loads their current values (applied as
+    /// remote changes), then posts: only notifications are lost across the gap.
+    ///
+    /// User info: `"reason"` — `"reconnected"`, `"missed"` or `"restarted"`;
+    /// `"updated"` — the replicated names (`[String]`, sorted) whose values the
+    /// load brought up to date (empty if none changed or nothing was loaded).
     /// For `"missed"` and `"restarted"` also `"instance"` (the sender's id);
     /// for `"missed"` also `"missed"` (how many of its messages, an `Int`,
     /// since the last notification for it) and `"restarted"` (`true` if it
@@ -67,7 +75,7 @@ public final class Relay: Sendable {
     /// This relay's configuration.
     public let configuration: RelayConfiguration
 
-    private let state: Mutex<State>
+    let state: Mutex<State>
     /// This relay's incarnation: random, so that an instance restarted with
     /// the same ``RelayConfiguration/instanceID`` starts a new sequence space.
     package let incarnation: UInt64
@@ -78,12 +86,24 @@ public final class Relay: Sendable {
     private let backlog: Mutex<ReceiveBacklog>
     /// Rings when the backlog gets a message; holds at most one ring.
     private let doorbell: AsyncStream<Void>
-    private let ring: AsyncStream<Void>.Continuation
+    let ring: AsyncStream<Void>.Continuation
     /// Decodes every incoming message (its user info holds the name resolver).
     private let decoder = JSONDecoder()
+    /// Rings when a state load is asked for; holds at most one ring (StateLoading.swift).
+    let loaderBell: AsyncStream<Void>
+    let ringLoader: AsyncStream<Void>.Continuation
+    /// Rows loaded from the state table, waiting for the receiving task.
+    let stateInbox = Mutex(StateInbox())
 
-    private struct State {
-        var outbox = Deque<String>()
+    /// A message waiting to be sent; for a property value, what its state-table row records.
+    struct Outgoing {
+        var message: String
+        var name: String?
+        var stamp: UInt64 = 0
+    }
+
+    struct State {
+        var outbox = Deque<Outgoing>()
         /// The current connection's publisher, once it is listening.
         var publisher: (any RelayPublisher)?
         /// Ends the current connection when a statement fails, so that its
@@ -114,12 +134,16 @@ public final class Relay: Sendable {
         var hasListened = false
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         var nextWaiter: UInt64 = 0
+        /// The state load asked for and not yet started.
+        var stateRequest = StateRequest()
+        /// Whether the current connection's first state load is done (or none was needed).
+        var stateIsCurrent = false
         /// Set by a graceful shutdown (RelayService.swift): new messages are refused.
         var closed = false
         var shutdownReport: RelayShutdownReport?
     }
 
-    private struct Bridge {
+    struct Bridge {
         let name: NotificationHub.Name
         let schema: UserInfoSchema
         let token: ObservationToken
@@ -146,6 +170,7 @@ public final class Relay: Sendable {
             ReceiveBacklog(
                 capacity: configuration.receiveBacklogBytes, perSender: configuration.receiveBacklogBytesPerSender))
         (doorbell, ring) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        (loaderBell, ringLoader) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         decoder.userInfo[Wire.Resolver.codingKey] = resolver
     }
 
@@ -278,14 +303,23 @@ public final class Relay: Sendable {
     /// on the task running ``run()`` — if it is newer than the last write
     /// this relay knows (last writer wins: the writer's clock stamp, a
     /// hybrid of wall-clock microseconds and the highest stamp seen, then
-    /// the higher instance id on a tie); local observers see it as a normal
+    /// the higher instance id, in UTF-8 byte order, on a tie); local observers see it as a normal
     /// change, and it is not sent again. An assignment made synchronously
     /// by an observer while a remote value is being assigned counts as part
     /// of it and is not sent either.
     ///
-    /// Nothing is sent for the current value: an instance learns a value when
-    /// someone assigns it. A value whose message would exceed the broker's
-    /// limit is not sent (counted in ``RelayStatistics/notSent``, logged).
+    /// With a state table (``RelayConfiguration/stateTable``, the default),
+    /// each value sent is also recorded there in the same transaction, and
+    /// the relay loads the table's values of its replicated names when it
+    /// starts listening, after every reconnect, when another instance's
+    /// messages were missed or it restarted, and when `name` is replicated
+    /// while listening. A loaded value is applied like a remote one: only if
+    /// newer, observers told, not sent again. So a new instance gets the
+    /// current values, and instances that wrote during a partition converge
+    /// on the last write once connected. Without a state table an instance
+    /// learns a value when someone assigns it. A value whose message would
+    /// exceed the broker's limit is not sent (counted in
+    /// ``RelayStatistics/notSent``, logged).
     /// Replication ends with ``stopReplicating(_:)`` or when the object deinitializes.
     ///
     /// - Parameters:
@@ -311,6 +345,9 @@ public final class Relay: Sendable {
             state.withLock { _ = $0.replications.removeValue(forKey: name) }
             throw .registration(error)
         }
+        if state.withLock({ $0.isListening && Self.keepsState($0, configuration) }) {
+            requestStateLoad { $0.registered = true }
+        }
     }
 
     /// Stops replicating `name`. Returns `false` if it was not replicated.
@@ -332,7 +369,7 @@ public final class Relay: Sendable {
             return stamp
         }
         do {
-            try enqueue(Wire.setBody(name: name, stamp: stamp, value: value))
+            try enqueue(Wire.setBody(name: name, stamp: stamp, value: value), name: name, stamp: stamp)
         } catch {
             state.withLock { $0.statistics.notSent += 1 }
             configuration.logger.warning(
@@ -345,7 +382,10 @@ public final class Relay: Sendable {
     func acceptRemoteWrite(name: String, stamp: UInt64, instance: String) -> Bool {
         state.withLock { state in
             state.clock = max(state.clock, stamp)
-            if let last = state.lastWrites[name], (last.stamp, last.instance) >= (stamp, instance) {
+            // Instance ids in byte order, as the state table's `COLLATE "C"` compares them.
+            if let last = state.lastWrites[name],
+                last.stamp > stamp || (last.stamp == stamp && !last.instance.utf8.lexicographicallyPrecedes(instance.utf8))
+            {
                 return false
             }
             state.lastWrites[name] = (stamp, instance)
@@ -353,13 +393,13 @@ public final class Relay: Sendable {
         }
     }
 
-    private static func wallClockMicroseconds() -> UInt64 {
+    static func wallClockMicroseconds() -> UInt64 {
         UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
     }
 
     /// The latest stamp accepted from another instance now: the wall clock
     /// plus ``RelayConfiguration/maximumClockSkew`` (saturating).
-    private var stampHorizon: UInt64 {
+    var stampHorizon: UInt64 {
         let skew = configuration.maximumClockSkew.components
         let seconds = UInt64(clamping: skew.seconds)
         let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
@@ -376,8 +416,9 @@ public final class Relay: Sendable {
 
     /// Numbers `body` and queues it, or throws if it is too large or the
     /// queue is full (then the number is not used: no gap for receivers).
-    /// If no statement is in flight, starts one from here.
-    private func enqueue(_ body: String) throws(RelayError) {
+    /// If no statement is in flight, starts one from here. A property value
+    /// comes with its `name` and `stamp`, for the state table.
+    private func enqueue(_ body: String, name: String? = nil, stamp: UInt64 = 0) throws(RelayError) {
         let limit = configuration.transport.maximumPayloadBytes
         let capacity = configuration.outboxCapacity
         let outcome: Result<Statement?, RelayError> = state.withLock { state in
@@ -387,7 +428,7 @@ public final class Relay: Sendable {
             let bytes = message.utf8.count
             guard bytes <= limit else { return .failure(.payloadTooLarge(bytes: bytes, limit: limit)) }
             state.nextSequence += 1
-            state.outbox.append(message)
+            state.outbox.append(Outgoing(message: message, name: name, stamp: stamp))
             Self.remember(echoOf: message, in: &state)
             return .success(Self.nextStatement(&state))
         }
@@ -416,10 +457,12 @@ public final class Relay: Sendable {
         if state.echoes.insert(hash).inserted { state.echoOrder.append(hash) }
     }
 
-    /// The outbox's first messages, on one connection's publisher.
-    private struct Statement {
+    /// The outbox's first messages, on one connection's publisher, with the
+    /// state-table rows of the property values among them (the last of each name).
+    struct Statement {
         let publisher: any RelayPublisher
         let messages: [String]
+        let rows: [RelayStateRow]
         let connection: UInt64
     }
 
@@ -427,9 +470,23 @@ public final class Relay: Sendable {
     /// flight, and something queued: at most ``batchLimit`` of the oldest messages.
     private static func nextStatement(_ state: inout State) -> Statement? {
         guard state.publishing == 0, let publisher = state.publisher, !state.outbox.isEmpty else { return nil }
-        let messages = Array(state.outbox.prefix(batchLimit))
-        state.publishing = messages.count
-        return Statement(publisher: publisher, messages: messages, connection: state.connection)
+        let batch = state.outbox.prefix(batchLimit)
+        var rows: [RelayStateRow] = []
+        var rowOfName: [String: Int] = [:]
+        for outgoing in batch {
+            guard let name = outgoing.name else { continue }
+            // Local stamps only grow: the last value of a name in the batch is its newest.
+            let row = RelayStateRow(
+                name: name, stamp: Int64(clamping: outgoing.stamp), instance: "", message: outgoing.message,
+                messageBytes: outgoing.message.utf8.count)
+            if let index = rowOfName[name] { rows[index] = row } else {
+                rowOfName[name] = rows.count
+                rows.append(row)
+            }
+        }
+        state.publishing = batch.count
+        return Statement(
+            publisher: publisher, messages: batch.map(\.message), rows: rows, connection: state.connection)
     }
 
     /// Publishes `statement`, then the next one when it completes, and so on
@@ -439,6 +496,21 @@ public final class Relay: Sendable {
     /// Messages leave the queue only once published: after a failure they are
     /// sent again on the next connection (receivers drop the copies that had arrived).
     private func publish(_ statement: Statement) {
+        if !statement.rows.isEmpty, let table = configuration.stateTable,
+            let keeper = statement.publisher as? any RelayStatePublisher
+        {
+            let instance = configuration.instanceID
+            let rows = statement.rows.map { row in
+                var row = row
+                row.instance = instance
+                return row
+            }
+            let horizon = Int64(clamping: stampHorizon)
+            keeper.publish(statement.messages, recording: rows, in: table, horizon: horizon) { result in
+                self.completed(statement, result)
+            }
+            return
+        }
         statement.publisher.publish(statement.messages) { result in self.completed(statement, result) }
     }
 
@@ -477,6 +549,7 @@ public final class Relay: Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.reportCoalescedResynchronizations() }
             group.addTask { await self.handleReceived() }
+            group.addTask { await self.loadStateOnRequest() }
             group.addTask { await self.reportMetrics() }
             await self.connectUntilShutDown { await self.connectUntilCancelled() }
             group.cancelAll()
@@ -485,9 +558,15 @@ public final class Relay: Sendable {
 
     /// Handles received messages, one at a time, until cancelled.
     private func handleReceived() async {
+        defer { closeStateInbox() }
         for await _ in doorbell {
+            applyLoadedState()
+            var handled = 0
             while let payload = backlog.withLock({ $0.pop() }) {
                 receive(payload)
+                handled += 1
+                // Loaded values wait for at most this many messages of a flood.
+                if handled % 256 == 0 { applyLoadedState() }
             }
         }
     }
@@ -538,7 +617,8 @@ public final class Relay: Sendable {
                 }
             } catch {
                 if !Task.isCancelled {
-                    logger.warning("relay connection ended", metadata: ["error": "\(error)"])
+                    logger.warning(
+                        "relay connection ended", metadata: ["error": "\(RelayErrorDescription.describe(error))"])
                 }
             }
             publishFailed.finish()
@@ -549,6 +629,7 @@ public final class Relay: Sendable {
                     state.publishFailed = nil
                     state.publishing = 0
                     state.connection += 1
+                    state.stateIsCurrent = false
                 }
                 if state.isListening { state.statistics.disconnects.addSaturating(1) }
                 return state.isListening
@@ -562,10 +643,11 @@ public final class Relay: Sendable {
         }
     }
 
-    /// The subscription is in place: start sending, release waiters, and
-    /// after a gap tell the application to resynchronize.
+    /// The subscription is in place: start sending, load the replicated
+    /// values if the relay keeps state, then release waiters and after a gap
+    /// tell the application to resynchronize.
     private func listening(publisher: any RelayPublisher, publishFailed: AsyncStream<any Error>.Continuation) {
-        let (waiters, reconnected, statement) = state.withLock { state in
+        let (waiters, reconnected, statement, loads) = state.withLock { state in
             state.isListening = true
             state.connection += 1
             state.publisher = publisher
@@ -573,19 +655,32 @@ public final class Relay: Sendable {
             state.publishing = 0
             let reconnected = state.hasListened
             state.hasListened = true
+            let statement = Self.nextStatement(&state)
+            if Self.keepsState(state, configuration), !state.replications.isEmpty {
+                // Released, and the resynchronization posted, once the load is done.
+                state.stateIsCurrent = false
+                state.stateRequest.connection = state.connection
+                state.stateRequest.reconnected = state.stateRequest.reconnected || reconnected
+                return ([CheckedContinuation<Void, any Error>](), false, statement, true)
+            }
+            state.stateIsCurrent = true
             defer { state.waiters.removeAll() }
-            return (Array(state.waiters.values), reconnected, Self.nextStatement(&state))
+            return (Array(state.waiters.values), reconnected, statement, false)
         }
         configuration.logger.info("relay listening", metadata: ["channel": "\(configuration.channel)"])
         if let statement { publish(statement) }
+        if loads { ringLoader.yield() }
         for waiter in waiters { waiter.resume() }
         if reconnected {
             state.withLock { $0.statistics.resynchronizations.addSaturating(1) }
-            postResynchronize(["reason": "reconnected"])
+            postResynchronize(["reason": "reconnected", "updated": [String]()])
         }
     }
 
-    /// Returns once the relay is connected and listening (at once if it is).
+    /// Returns once the relay is connected and listening (at once if it is)
+    /// and, if it keeps state (``RelayConfiguration/stateTable``), has loaded
+    /// the current values of the properties it replicates: after it returns
+    /// at start, they hold the values last written by any instance.
     ///
     /// - Throws: `CancellationError` if the waiting task is cancelled first.
     public func waitUntilListening() async throws {
@@ -596,7 +691,7 @@ public final class Relay: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let ready = state.withLock { state in
-                    if state.isListening || Task.isCancelled { return true }
+                    if (state.isListening && state.stateIsCurrent) || Task.isCancelled { return true }
                     state.waiters[id] = continuation
                     return false
                 }
@@ -608,7 +703,7 @@ public final class Relay: Sendable {
         }
     }
 
-    private func postResynchronize(_ userInfo: [String: any Sendable]) {
+    func postResynchronize(_ userInfo: [String: any Sendable]) {
         var userInfo = userInfo
         userInfo[RelayOrigin.userInfoKey] = RelayOrigin.local
         NotificationHub.default.post(name: Self.resynchronize, object: self, userInfo: userInfo)
@@ -616,12 +711,12 @@ public final class Relay: Sendable {
 
     // MARK: Receiving
 
-    private enum Reason: String {
+    enum Reason: String {
         case malformed, unknownName, wrongType, oversized, duplicate, stale, futureStamp, untracked, ownID
         case unsigned, badSignature, replayed
     }
 
-    private func drop(_ reason: Reason, _ instance: String? = nil) {
+    func drop(_ reason: Reason, _ instance: String? = nil) {
         state.withLock { state in
             switch reason {
             case .malformed: state.statistics.droppedMalformed.addSaturating(1)
@@ -741,16 +836,28 @@ public final class Relay: Sendable {
     }
 
     /// A resynchronization owed to the application for one instance.
-    private struct Report {
+    struct Report {
         let instance: String
         let missed: Int
         let restarted: Bool
     }
 
-    /// Posts ``resynchronize`` for `report`, and logs it (one warning each).
+    /// Posts ``resynchronize`` for `report`, after loading the replicated
+    /// values if the relay keeps state and replicates any.
     private func resynchronize(_ report: Report) {
+        let loads = state.withLock { state in
+            guard Self.keepsState(state, configuration), !state.replications.isEmpty else { return false }
+            state.stateRequest.reports.append(report)
+            return true
+        }
+        if loads { ringLoader.yield() } else { postReport(report, updated: []) }
+    }
+
+    /// Posts ``resynchronize`` for `report` with the names a load brought up
+    /// to date, and logs it (one warning each).
+    func postReport(_ report: Report, updated: [String]) {
         state.withLock { $0.statistics.resynchronizations.addSaturating(1) }
-        var userInfo: [String: any Sendable] = ["instance": report.instance]
+        var userInfo: [String: any Sendable] = ["instance": report.instance, "updated": updated]
         if report.missed > 0 {
             userInfo["reason"] = "missed"
             userInfo["missed"] = report.missed
@@ -794,7 +901,7 @@ public final class Relay: Sendable {
     }
 
     /// Looks names up while a message decodes, so it is decoded once.
-    private var resolver: Wire.Resolver {
+    var resolver: Wire.Resolver {
         Wire.Resolver { [weak self] kind, name in self?.registration(kind, name) }
     }
 
@@ -921,7 +1028,7 @@ extension Relay {
     package func takeUnsent() -> (messages: [String], inFlight: Int) {
         state.withLock { state in
             defer { state.outbox.removeAll() }
-            return (Array(state.outbox), state.publishing)
+            return (state.outbox.map(\.message), state.publishing)
         }
     }
 

@@ -81,6 +81,15 @@ public struct RelayConfiguration: Sendable {
     /// See ``RelaySigning``; ``RelaySigning/environment(_:)`` reads the keys
     /// from the environment.
     public var signing: RelaySigning?
+    /// The table in which the current value of each replicated property is
+    /// kept (default ``RelayStateTable/default``, `swiftkvo_relay_state`,
+    /// created when missing; nil: none). Every write of a replicated property
+    /// updates it in the same transaction as its `NOTIFY`; an instance loads
+    /// it when it starts listening and after any gap, so a new instance holds
+    /// the current values as soon as ``Relay/waitUntilListening()`` returns.
+    /// Instances of one channel must agree on it. Kept only by a transport
+    /// that can (``PostgresTransport``); see ``RelayStateTable`` for the schema.
+    public var stateTable: RelayStateTable? = .default
     /// Where the relay logs connections, reconnects and dropped messages.
     public var logger: Logger
     /// How long a graceful shutdown may spend sending what is queued

@@ -191,8 +191,12 @@ extension Relay {
     /// `publisher`, timing each statement into the publish timer when metrics are on.
     func measured(_ publisher: any RelayPublisher) -> any RelayPublisher {
         guard let metrics = configuration.metrics else { return publisher }
-        return MeasuredPublisher(
-            base: publisher, timer: RelayInstruments.publishTimer(metrics, channel: configuration.channel))
+        let timer = RelayInstruments.publishTimer(metrics, channel: configuration.channel)
+        // One that also keeps the state table stays one.
+        if let keeper = publisher as? any RelayStatePublisher {
+            return MeasuredStatePublisher(base: keeper, timer: timer)
+        }
+        return MeasuredPublisher(base: publisher, timer: timer)
     }
 }
 
@@ -202,11 +206,42 @@ private struct MeasuredPublisher: RelayPublisher {
     let timer: Timer
 
     func publish(_ messages: [String], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        let started = ContinuousClock.now
-        base.publish(messages) { result in
-            if case .success = result { timer.record(duration: .now - started) }
-            completion(result)
-        }
+        base.publish(messages, completion: timed(completion, timer))
+    }
+}
+
+/// The same for a publisher that keeps the state table: a statement with
+/// rows is timed whole (its NOTIFYs and its rows commit together).
+private struct MeasuredStatePublisher: RelayStatePublisher {
+    let base: any RelayStatePublisher
+    let timer: Timer
+
+    func publish(_ messages: [String], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        base.publish(messages, completion: timed(completion, timer))
+    }
+
+    func publish(
+        _ messages: [String], recording rows: [RelayStateRow], in table: RelayStateTable, horizon: Int64,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        base.publish(messages, recording: rows, in: table, horizon: horizon, completion: timed(completion, timer))
+    }
+
+    func loadState(
+        of names: [String], from table: RelayStateTable, maximumMessageBytes: Int
+    ) async throws -> [RelayStateRow] {
+        try await base.loadState(of: names, from: table, maximumMessageBytes: maximumMessageBytes)
+    }
+}
+
+/// `completion`, recording into `timer` the time from now until it succeeds.
+private func timed(
+    _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void, _ timer: Timer
+) -> @Sendable (Result<Void, any Error>) -> Void {
+    let started = ContinuousClock.now
+    return { result in
+        if case .success = result { timer.record(duration: .now - started) }
+        completion(result)
     }
 }
 #endif

@@ -65,6 +65,13 @@ public struct RelayStatistics: Hashable, Sendable {
     /// notification of the same instance
     /// (``RelayConfiguration/resynchronizationInterval``).
     public var resynchronizationsCoalesced = 0
+    /// Loads of replicated values from the state table
+    /// (``RelayConfiguration/stateTable``) that completed.
+    public var stateLoads = 0
+    /// Values from the state table that were newer than the value held and
+    /// were applied. (Rows that do not validate are counted under the same
+    /// `dropped…` reasons as messages.)
+    public var stateValuesApplied = 0
 
     /// All dropped messages, whatever the reason.
     public var dropped: Int {

@@ -37,6 +37,12 @@ extension Fixture {
             Fixture("token-dispatch-100", "@Observed set reaching 100 token observers", callbacks: 100) {
                 TokenWorld(observers: 100).setLoop
             },
+            Fixture("by-name-dispatch-1", "@Observed set reaching 1 observer by name", callbacks: 1) {
+                ByNameWorld(observers: 1).setLoop
+            },
+            Fixture("by-name-dispatch-100", "@Observed set reaching 100 observers by name", callbacks: 100) {
+                ByNameWorld(observers: 100).setLoop
+            },
             Fixture("observed-set-no-observer", "@Observed set, no object of the class observed", callbacks: 0) {
                 let subject = Quiet()
                 return { n in for i in 0..<n { subject.value = i } }
@@ -61,6 +67,15 @@ extension Fixture {
             },
             Fixture("token-churn-100", "observe(\\.value) + invalidate() on a key with 100 observers", callbacks: 0) {
                 let world = TokenWorld(observers: 100)
+                return { n in
+                    for _ in 0..<n { world.observe().invalidate() }
+                }
+            },
+            Fixture(
+                "by-name-churn-100", "observe(keyPath: \"value\") + invalidate() on a key with 100 observers",
+                callbacks: 0
+            ) {
+                let world = ByNameWorld(observers: 100)
                 return { n in
                     for _ in 0..<n { world.observe().invalidate() }
                 }

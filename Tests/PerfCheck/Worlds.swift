@@ -53,6 +53,7 @@ final class CWorld {
 final class Subject: KeyValueObservable {
     let kvoRegistrar = KVORegistrar()
     @Observed var value = 0
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Subject.value] }
 }
 
 /// A class of its own that nothing ever observes.
@@ -73,6 +74,25 @@ final class TokenWorld {
     func observe() -> ObservationToken {
         // A fixture's key path: registration cannot be refused.
         try! subject.observe(\.value, options: .new) { _, _ in perfcheck_tick() }
+    }
+
+    var setLoop: (Int) -> Void {
+        { n in for i in 0..<n { self.subject.value = i } }
+    }
+}
+
+/// A subject observed by name (`observe(keyPath: "value")`).
+final class ByNameWorld {
+    let subject = Subject()
+    var tokens: [ObservationToken] = []
+
+    init(observers: Int) {
+        for _ in 0..<observers { tokens.append(observe()) }
+    }
+
+    func observe() -> ObservationToken {
+        // A fixture's key: registration cannot be refused.
+        try! subject.observe(keyPath: "value", options: .new) { _, _ in perfcheck_tick() }
     }
 
     var setLoop: (Int) -> Void {

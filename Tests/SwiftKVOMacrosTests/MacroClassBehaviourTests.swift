@@ -29,6 +29,15 @@ final class MacroAccount: @unchecked Sendable {
     }
 }
 
+/// A computed property of the same type as an observed one, whose getter
+/// traps on an empty shelf.
+@KeyValueObservable
+final class MacroShelf: @unchecked Sendable {
+    var items: [String] = []
+    var title = ""
+    var firstItem: String { items[0] }
+}
+
 final class HandAccount: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
     @Observed var name = ""
@@ -354,6 +363,12 @@ enum Scenarios {
     @Test func manualNotificationIsKeptWhereWrittenByHand() throws {
         let log = try bothTwins(Scenarios.manualNotification, Scenarios.manualNotification)
         #expect(log == ["manualCount setting old=0 new=1", "manualCount setting old=1 new=2"])
+    }
+
+    @Test func aComputedPropertyIsRefusedFromTheTableWithoutRunningItsGetter() throws {
+        let shelf = MacroShelf()
+        #expect(throws: KVOError.unsupportedKeyPath) { _ = try shelf.observe(\.firstItem) { _, _ in } }
+        #expect(throws: KVOError.unknownKey) { _ = try shelf.observe(keyPath: "firstItem") { _, _ in } }
     }
 
     @Test func anIgnoredPropertyIsNotObservable() throws {

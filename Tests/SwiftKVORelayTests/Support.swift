@@ -64,10 +64,11 @@ final class RunningRelay: Sendable {
     ///   - instanceID: A fixed id (default: a random one).
     ///   - logger: Where the relay logs (default: errors only).
     ///   - configure: Changes to the configuration before the relay is made.
+    ///   - prepare: What to do with the relay before it runs (replicate, bridge).
     init(
         channel: RelayChannel, applicationName: String = "relay-test",
         reconnectDelay: Duration = .milliseconds(50), instanceID: String? = nil, logger: Logger? = nil,
-        configure: (inout RelayConfiguration) -> Void = { _ in }
+        configure: (inout RelayConfiguration) -> Void = { _ in }, prepare: (Relay) throws -> Void = { _ in }
     ) async throws {
         var connection = try TestServer.connection()
         connection.options.additionalStartupParameters = [("application_name", applicationName)]
@@ -77,6 +78,7 @@ final class RunningRelay: Sendable {
         configuration.maximumReconnectDelay = max(reconnectDelay, .milliseconds(500))
         configure(&configuration)
         let relay = try Relay(configuration: configuration)
+        try prepare(relay)
         self.relay = relay
         task = Task { await relay.run() }
         try await within(.seconds(30)) { try await relay.waitUntilListening() }
@@ -222,7 +224,7 @@ final class LogRecorder: Sendable {
     }
 }
 
-private func withRawConnection(_ body: (PostgresConnection) async throws -> Void) async throws {
+func withRawConnection(_ body: (PostgresConnection) async throws -> Void) async throws {
     let connection = try await PostgresConnection.connect(
         configuration: try TestServer.connection(), id: 0, logger: TestServer.quietLogger)
     do {

@@ -34,6 +34,29 @@ final class Ouroboros: KeyValueObservable, @unchecked Sendable {
     }
 }
 
+/// A property observed while another class's table names it.
+final class Bystander: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var label = ""
+}
+
+/// A table with entries that are not this class's to declare: one rooted in
+/// another class, and one naming an observable property of its own.
+final class Overreacher: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var title = ""
+    @Observed var stored = 0
+    var summary: String { title }
+
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [
+            \Bystander.label: [\Overreacher.title],
+            \Overreacher.summary: [\Bystander.label, \Overreacher.title],
+            \Overreacher.stored: [\Overreacher.title],
+        ]
+    }
+}
+
 // SPEC §2.12: dependent keys, transitively, as Apple KVO follows them.
 @Suite struct DependentKeyTests {
     @Test func dependentKeyOfADependentKeyIsNotifiedWhenASourceChanges() throws {
@@ -92,5 +115,35 @@ final class Ouroboros: KeyValueObservable, @unchecked Sendable {
         object.seed = 5
         #expect(calls.count == 1)
         token.invalidate()
+    }
+
+    @Test func aDependentKeyRootedInAnotherClassNeverCapturesThatClassesProperty() throws {
+        let overreacher = Overreacher()
+        // `summary` names a source of another class: refused, and making it
+        // must not turn `Bystander.label` into a key its setter never announces.
+        #expect(throws: KVOError.unsupportedKeyPath) { try overreacher.observe(\.summary) { _, _ in } }
+        overreacher.title = "t"
+        let bystander = Bystander()
+        let values = Log<String>()
+        let token = try bystander.observe(\.label, options: .new) { _, change in
+            values.append(change.newValue ?? "-")
+        }
+        bystander.label = "seen"
+        #expect(values.values == ["seen"])
+        token.invalidate()
+    }
+
+    @Test func anObservablePropertyDeclaredAsADependentKeyIsRefusedWithItsReason() throws {
+        let overreacher = Overreacher()
+        // `stored` is an @Observed property its class also declares as a
+        // dependent key: neither reading of it would deliver every change, so
+        // observing it is refused, naming the declaration.
+        let error = #expect(throws: KVOError.unsupportedKeyPath) {
+            try overreacher.observe(\.stored, options: .new) { _, _ in }
+        }
+        #expect(error?.detail?.contains("dependentKeyPaths") == true)
+        overreacher.stored = 3  // setters are unaffected
+        overreacher.title = "x"
+        #expect(overreacher.stored == 3)
     }
 }

@@ -65,13 +65,18 @@ private final class Plain: KeyValueObservable, @unchecked Sendable {
         token.invalidate()
     }
 
+    // Observations reads its closure again on the iterating isolation once a
+    // change begins (willSet): the change must be made on that isolation too,
+    // or the read can land between willSet and the store and see the old value
+    // (1 run in 8 did, when this test mutated from a task of its own).
+    @MainActor
     @Test(.timeLimit(.minutes(1))) func observationsSequenceYieldsNewValues() async {
         let thermostat = Thermostat()
         let values = Observations { thermostat.target }
         var iterator = values.makeAsyncIterator()
         let first = await iterator.next()
         #expect(first == 20)
-        Task { thermostat.target = 25 }
+        Task { @MainActor in thermostat.target = 25 }
         var seen = first
         while seen != 25, let next = await iterator.next() { seen = next }
         #expect(seen == 25)

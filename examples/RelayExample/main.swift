@@ -1,8 +1,10 @@
 #if Relay
-// Two instances of one service, sharing an order notification and a feature
+// Instances of one service, sharing an order notification and a feature
 // flag through PostgreSQL. Run it in two terminals (see the README), then type
 // `order 7`, `checkout on` or `checkout off` in either; end with Ctrl-D, or
 // Ctrl-C: either shuts the relay down gracefully (what is queued is sent first).
+// An instance started later prints the flag's current value as it starts: the
+// relay keeps it in the table swiftkvo_relay_state.
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -34,7 +36,8 @@ try NotificationHub.default.addObserver(orderLog, name: .orderPlaced) { _, note 
     print("order \(note.userInfo["id"] ?? "?") placed \(from)")
 }
 try NotificationHub.default.addObserver(orderLog, name: Relay.resynchronize) { _, note in
-    print("resynchronize (\(note.userInfo["reason"] ?? "?")): reload shared state")
+    let updated = (note.userInfo["updated"] as? [String]) ?? []
+    print("resynchronize (\(note.userInfo["reason"] ?? "?")); brought up to date: \(updated)")
 }
 let token = try flags.observe(\.checkout, options: .new) { _, change in
     print("checkout is \(change.newValue! ? "on" : "off")")
@@ -49,8 +52,8 @@ let running = Task.detached { [group, relay] in
     print("stopped: \(relay.shutdownReport.map { "\($0.unsent) message(s) not sent" } ?? "no shutdown report")")
     exit(0)   // after a signal, also ends the wait for input
 }
-try await relay.waitUntilListening()
-print("listening as \(relay.instanceID)")
+try await relay.waitUntilListening()   // connected, and the current values loaded
+print("listening as \(relay.instanceID); checkout is \(flags.checkout ? "on" : "off")")
 
 while let line = readLine() {
     let words = line.split(separator: " ")
