@@ -62,7 +62,8 @@ public struct RelayMetrics: Sendable {
     /// (e.g. `[("service", "checkout")]`). Avoid per-process values such as
     /// the instance id: each new value is a new time series.
     public var dimensions: [(String, String)]
-    /// How often counters and gauges are brought up to date (default 1 second).
+    /// How often counters and gauges are brought up to date (default 1
+    /// second; anything under 1 millisecond counts as 1 millisecond).
     public var reportingInterval: Duration
     /// The backend, or nil (the default) for the one bootstrapped with
     /// `MetricsSystem.bootstrap`, looked up when ``Relay/run()`` starts.
@@ -73,7 +74,7 @@ public struct RelayMetrics: Sendable {
     ///
     /// - Parameters:
     ///   - dimensions: Dimensions after `("channel", …)` on every metric.
-    ///   - reportingInterval: How often counters and gauges are updated; must be positive.
+    ///   - reportingInterval: How often counters and gauges are updated (at least 1 ms).
     ///   - factory: The backend (default: the bootstrapped one).
     public init(
         dimensions: [(String, String)] = [], reportingInterval: Duration = .seconds(1),
@@ -183,7 +184,7 @@ extension Relay {
         }
         update()
         while !Task.isCancelled {
-            try? await Task.sleep(for: metrics.reportingInterval)
+            try? await Task.sleep(for: max(metrics.reportingInterval, .milliseconds(1)))
             update()
         }
     }

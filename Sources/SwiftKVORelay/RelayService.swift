@@ -107,6 +107,9 @@ extension Relay: Service {
 }
 
 /// What a relay's graceful shutdown could not do (``Relay/shutdownReport``).
+///
+/// Logged by the relay as its shutdown ends. A value type: safe to pass
+/// between threads.
 public struct RelayShutdownReport: Hashable, Sendable, CustomStringConvertible {
     /// Messages still queued when the relay stopped, never confirmed sent by
     /// the broker (those of ``inFlight`` included). 0: everything was sent.
@@ -122,6 +125,7 @@ public struct RelayShutdownReport: Hashable, Sendable, CustomStringConvertible {
     /// Whether the whole queue was sent.
     public var sentEverything: Bool { unsent == 0 }
 
+    /// The report on one line, for logs.
     public var description: String {
         "RelayShutdownReport(unsent: \(unsent), inFlight: \(inFlight), unsentNames: \(unsentNames), duration: \(duration))"
     }
