@@ -50,9 +50,12 @@ help:
 	@echo "make engine-graph  which engine files call which, and the cycles among them (Tools/engine_graph.py)"
 	@echo "make perf-check  instructions and allocations per hot operation (callgrind) against the baseline"
 	@echo "make perf-baseline  measure again and rewrite Tests/PerfCheck/baseline.tsv (commit it, saying why)"
-	@echo "make relay-test   SwiftKVORelay (Relay/) against a private PostgreSQL it starts and stops"
+	@echo "make relay-test   SwiftKVORelay and SwiftKVOMetrics (trait Relay) against a private PostgreSQL it starts and stops"
 	@echo "make relay-bench  relay against raw PostgresNIO LISTEN/NOTIFY (RELAY_BENCH_ARGS=--quick)"
 	@echo "make relay-fuzz   RELAY_FUZZ_SECONDS=60: hostile input through the relay's receive path (RELAY_FUZZ_SEED=)"
+	@echo "make relay-example  the README's two-terminal example, scripted (two processes, one server)"
+	@echo "make consumer-check  an outside package naming this one by file:// URL, with and without the trait Relay"
+	@echo "make docs     the DocC catalogs (SwiftKVO, SwiftKVORelay, SwiftKVOMetrics) as static sites, warnings as errors"
 	@echo "make pg-start | pg-stop   the private PostgreSQL cluster on 127.0.0.1:$(PG_PORT)"
 
 deps:
@@ -263,9 +266,10 @@ clean:
 
 # ----------------------------------------------------------------- relay
 #
-# SwiftKVORelay (Relay/) is a package of its own, built in .build-relay, so the
-# suites above never build PostgresNIO. Its tests and benchmark run against a
-# real PostgreSQL: Debian's server, installed when missing, in a private
+# SwiftKVORelay is built only with the package trait Relay (which enables
+# Metrics, for SwiftKVOMetrics), in .build-relay, so the suites above never build
+# PostgresNIO, swift-nio or swift-metrics: without the trait they are not even
+# resolved. Its tests and benchmark run against a real PostgreSQL: Debian's server, installed when missing, in a private
 # cluster (data under .build-relay/postgres, owned by the postgres user since
 # initdb refuses root), listening on 127.0.0.1:$(PG_PORT) only, trust auth on
 # loopback. relay-test and relay-bench start it and stop it afterwards.
@@ -278,13 +282,15 @@ PG_DATA        = $$(runuser -u postgres -- test -x "$(CURDIR)" 2>/dev/null \
 	&& echo "$(CURDIR)/.build-relay/postgres" || echo "$(PG_SOCKETS)/data")
 PG_BIN         = $$(dirname "$$(ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")
 PG_AS_OWNER   := runuser -u postgres --
-RELAY_SCRATCH := --package-path Relay --scratch-path $(CURDIR)/.build-relay
+RELAY_SCRATCH := --traits Relay --scratch-path $(CURDIR)/.build-relay
+# The suites of the Relay and Metrics traits (the core's run in make unit).
+RELAY_SUITES  := --filter SwiftKVORelayTests --filter SwiftKVOMetricsTests
 # What the relay tests connect with, and how the restart test stops and starts the server.
 RELAY_ENV     := PGHOST=127.0.0.1 PGPORT=$(PG_PORT) PGUSER=postgres PGDATABASE=postgres \
 	RELAY_PG_STOP="$(MAKE) --no-print-directory -C $(CURDIR) pg-stop" \
 	RELAY_PG_START="$(MAKE) --no-print-directory -C $(CURDIR) pg-start"
 
-.PHONY: pg-install pg-start pg-stop relay-build relay-test relay-bench relay-fuzz relay-example relay-clean
+.PHONY: pg-install pg-start pg-stop relay-build relay-test relay-bench relay-fuzz relay-example relay-clean consumer-check
 
 pg-install:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
@@ -310,14 +316,14 @@ pg-stop:
 	fi
 
 relay-build: deps
-	@echo "== relay: build (PostgresNIO and the relay, in .build-relay)"
+	@echo "== relay: build (trait Relay: PostgresNIO, the relay and the metrics, in .build-relay)"
 	$(SWIFT) build $(RELAY_SCRATCH) --build-tests
 
 # The server is stopped whether the tests pass or not; the tests' status is kept.
 relay-test: relay-build
 	@$(MAKE) --no-print-directory pg-start
 	@echo "== test: relay against PostgreSQL"
-	@$(RELAY_ENV) $(SWIFT) test $(RELAY_SCRATCH) --skip-build; status=$$?; \
+	@$(RELAY_ENV) $(SWIFT) test $(RELAY_SCRATCH) --skip-build $(RELAY_SUITES); status=$$?; \
 		$(MAKE) --no-print-directory pg-stop; exit $$status
 
 # Relay against raw PostgresNIO NOTIFY/LISTEN in one run; skipped when no server starts.
@@ -333,7 +339,7 @@ relay-bench: deps
 	$(RELAY_ENV) $(SWIFT) run $(RELAY_SCRATCH) $(RELAY_BENCH_CONFIG) RelayBenchmarks $(RELAY_BENCH_ARGS); status=$$?; \
 		$(MAKE) --no-print-directory pg-stop; exit $$status
 
-# A seeded generator (Relay/Tests/RelayFuzz) feeds random bytes, mutated messages and message
+# A seeded generator (Tests/RelayFuzz) feeds random bytes, mutated messages and message
 # sequences at the edges of every field into an unsigned and a signed relay; it fails on a trap
 # or on a message not accounted for exactly once. No server needed. The seed is printed: pass it
 # back as RELAY_FUZZ_SEED to replay a run.
@@ -342,6 +348,44 @@ RELAY_FUZZ_SEED    ?=
 relay-fuzz: deps
 	@echo "== relay fuzz: $(RELAY_FUZZ_SECONDS) s of hostile input through the receive path"
 	$(SWIFT) run $(RELAY_SCRATCH) RelayFuzz --seconds $(RELAY_FUZZ_SECONDS) $(if $(RELAY_FUZZ_SEED),--seed $(RELAY_FUZZ_SEED))
+
+# The README's two-terminal example, scripted: two RelayExample processes on one channel,
+# each fed commands on standard input; checks that each printed what the other did.
+relay-example: relay-build
+	@$(MAKE) --no-print-directory pg-start
+	@echo "== relay example: two instances of examples/RelayExample"
+	@$(RELAY_ENV) scripts/relay-example.sh $(CURDIR)/.build-relay/debug/RelayExample; status=$$?; \
+		$(MAKE) --no-print-directory pg-stop; exit $$status
+
+# A package outside the repository that names a file:// clone of it by URL: with the trait
+# Relay it builds and runs the relay example against the private server; without it, its
+# build log must show no PostgresNIO, swift-nio, BoringSSL or swift-metrics (scripts/consumer-check.sh).
+consumer-check: deps
+	@$(MAKE) --no-print-directory pg-start
+	@echo "== consumer check: SwiftKVO by URL, with and without the trait Relay"
+	@$(RELAY_ENV) scripts/consumer-check.sh "$(CURDIR)" "$(CURDIR)/$(BUILD)/consumer"; status=$$?; \
+		$(MAKE) --no-print-directory pg-stop; exit $$status
+
+# ------------------------------------------------------------------ docs
+#
+# The DocC catalogs as static sites, through swift-docc-plugin, warnings as errors: a broken
+# symbol link or an undocumented parameter fails the build. Built with the trait Relay in the
+# relay's scratch folder (.build-relay), so after relay-build only the symbol graphs are new.
+# SWIFTKVO_DOCS=1 makes the manifest add swift-docc-plugin (Package.swift says why only then).
+DOCS_OUT     := $(CURDIR)/$(BUILD)/docs
+DOCS_MODULES := SwiftKVO SwiftKVORelay SwiftKVOMetrics
+
+.PHONY: docs
+docs: deps
+	@echo "== docs: DocC for $(DOCS_MODULES), warnings as errors, static sites in $(DOCS_OUT)"
+	@mkdir -p $(DOCS_OUT)
+	@for module in $(DOCS_MODULES); do \
+		echo "-- $$module"; \
+		SWIFTKVO_DOCS=1 $(SWIFT) package $(RELAY_SCRATCH) --allow-writing-to-directory $(DOCS_OUT)/$$module \
+			generate-documentation --target $$module --warnings-as-errors \
+			--transform-for-static-hosting --hosting-base-path $$module \
+			--output-path $(DOCS_OUT)/$$module || exit 1; \
+	done
 
 relay-clean:
 	@-$(MAKE) --no-print-directory pg-stop

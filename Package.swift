@@ -10,6 +10,17 @@ import PackageDescription
 // so their scratch folders never build swift-syntax.
 let macros: TargetDependencyCondition? = .when(traits: ["Macros"])
 
+// The relay (SwiftKVORelay: PostgreSQL LISTEN/NOTIFY through PostgresNIO) is built only with the
+// trait "Relay", and the swift-metrics reporters (SwiftKVOMetrics) only with "Metrics", which
+// "Relay" enables. Without them none of PostgresNIO, swift-nio, BoringSSL or swift-metrics is
+// compiled: their targets' sources are wrapped in `#if Relay` / `#if Metrics`, and every
+// dependency of theirs is conditional on the trait. A service names the product by URL:
+//   .package(url: "…/SwiftKVO", from: "…", traits: ["Relay"])
+//   .product(name: "SwiftKVORelay", package: "SwiftKVO")
+// `make relay-test` builds with `--traits Relay` in a scratch folder of its own (.build-relay).
+let relay: TargetDependencyCondition? = .when(traits: ["Relay"])
+let metrics: TargetDependencyCondition? = .when(traits: ["Metrics"])
+
 let package = Package(
     name: "SwiftKVO",
     products: [
@@ -18,16 +29,40 @@ let package = Package(
         // `@KeyValueObservable` and SwiftKVO in one import (enable the trait "Macros").
         .library(name: "SwiftKVOMacros", targets: ["SwiftKVOMacros"]),
         .executable(name: "Benchmarks", targets: ["Benchmarks"]),
+        // Relays notifications and properties between instances (enable the trait "Relay").
+        .library(name: "SwiftKVORelay", targets: ["SwiftKVORelay"]),
+        // The engine's statistics as swift-metrics gauges (enable "Metrics", or "Relay").
+        .library(name: "SwiftKVOMetrics", targets: ["SwiftKVOMetrics"]),
     ],
     traits: [
         .trait(
             name: "Macros",
             description: "Builds the @KeyValueObservable macro (SwiftKVOMacros) and with it swift-syntax."),
+        .trait(
+            name: "Metrics",
+            description: "Builds SwiftKVOMetrics, which reports the engine's statistics through swift-metrics."),
+        .trait(
+            name: "Relay",
+            description:
+                "Builds SwiftKVORelay (PostgreSQL LISTEN/NOTIFY through PostgresNIO, a swift-service-lifecycle Service, swift-metrics) and with it SwiftNIO and BoringSSL.",
+            enabledTraits: ["Metrics"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"604.0.0"),
+        // Metrics and Relay only.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Relay only.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // HMAC-SHA256 for signed messages; PostgresNIO builds it already.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // Concurrency Kit from the system (Debian: libck-dev; `make deps` installs it).
@@ -146,5 +181,98 @@ let package = Package(
             path: "Tests/Soak",
             exclude: ["CSupport"]
         ),
+    
+        // SwiftKVOMetrics: the engine's statistics as gauges, reported by a Service (trait Metrics).
+        .target(
+            name: "SwiftKVOMetrics",
+            dependencies: [
+                "SwiftKVO",
+                .product(name: "Metrics", package: "swift-metrics", condition: metrics),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: metrics),
+            ],
+            path: "Sources/SwiftKVOMetrics"
+        ),
+        .testTarget(
+            name: "SwiftKVOMetricsTests",
+            dependencies: [
+                "SwiftKVOMetrics",
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: metrics),
+            ],
+            path: "Tests/SwiftKVOMetricsTests"
+        ),
+        // SwiftKVORelay and what belongs to it (trait Relay; each file is `#if Relay`).
+        .target(
+            name: "SwiftKVORelay",
+            dependencies: [
+                "SwiftKVO",
+                .target(name: "SwiftKVOMetrics", condition: relay),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: relay),
+                .product(name: "Logging", package: "swift-log", condition: relay),
+                .product(name: "NIOCore", package: "swift-nio", condition: relay),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: relay),
+                .product(name: "DequeModule", package: "swift-collections", condition: relay),
+                .product(name: "Crypto", package: "swift-crypto", condition: relay),
+                .product(name: "Metrics", package: "swift-metrics", condition: relay),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: relay),
+            ],
+            path: "Sources/SwiftKVORelay"
+        ),
+        // `make relay-bench`: the relay against raw PostgresNIO LISTEN/NOTIFY.
+        .executableTarget(
+            name: "RelayBenchmarks",
+            dependencies: [
+                .target(name: "SwiftKVORelay", condition: relay),
+                "SwiftKVO",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: relay),
+                .product(name: "Logging", package: "swift-log", condition: relay),
+                .product(name: "NIOCore", package: "swift-nio", condition: relay),
+                .product(name: "Histogram", package: "hdrhistogram-swift", condition: relay),
+            ],
+            path: "Sources/RelayBenchmarks"
+        ),
+        // The README's two-instance example, run as a Service (`make relay-example`).
+        .executableTarget(
+            name: "RelayExample",
+            dependencies: [
+                .target(name: "SwiftKVORelay", condition: relay),
+                "SwiftKVO",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: relay),
+                .product(name: "Logging", package: "swift-log", condition: relay),
+            ],
+            path: "examples/RelayExample"
+        ),
+        // The second process of the two-process test (SwiftKVORelayTests starts it).
+        .executableTarget(
+            name: "RelayTestPeer",
+            dependencies: [
+                .target(name: "SwiftKVORelay", condition: relay),
+                .product(name: "Logging", package: "swift-log", condition: relay),
+            ],
+            path: "Tests/RelayTestPeer"
+        ),
+        // make relay-fuzz: seeded random bytes and hostile message sequences through the receive path.
+        .executableTarget(
+            name: "RelayFuzz",
+            dependencies: [.target(name: "SwiftKVORelay", condition: relay), "SwiftKVO"],
+            path: "Tests/RelayFuzz"
+        ),
+        .testTarget(
+            name: "SwiftKVORelayTests",
+            dependencies: [
+                .target(name: "SwiftKVORelay", condition: relay),
+                "SwiftKVO",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: relay),
+                .product(name: "Logging", package: "swift-log", condition: relay),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: relay),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: relay),
+            ],
+            path: "Tests/SwiftKVORelayTests"
+        ),
     ]
 )
+
+// `make docs` (SWIFTKVO_DOCS=1): swift-docc-plugin, for `swift package generate-documentation`.
+// Only then: SwiftPM would otherwise compile its command plugins in every build of this package.
+if Context.environment["SWIFTKVO_DOCS"] == "1" {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

@@ -84,7 +84,7 @@ public struct NotificationHub: Sendable {
         public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
     }
 
-    /// One observer registration, for ``removeObserver(_:)-(Registration)``.
+    /// One observer registration, for ``removeObserver(_:)->Bool``.
     /// Does not own the registration: discarding it changes nothing.
     public struct Registration: Hashable, Sendable {
         let token: EngineToken
@@ -92,7 +92,7 @@ public struct NotificationHub: Sendable {
 
     /// What ``registrations(of:)`` reports of one registration.
     public struct ObserverRegistration: Hashable, Sendable {
-        /// The registration, for ``removeObserver(_:)-(Registration)``.
+        /// The registration, for ``removeObserver(_:)->Bool``.
         public let registration: Registration
         /// The notification name it listens to.
         public let name: Name
@@ -167,7 +167,7 @@ public struct NotificationHub: Sendable {
     ///     keeps the dead sender's memory allocated — an `unowned` reference,
     ///     so that no new object at that address is taken for the sender.
     ///   - block: Called synchronously on the posting thread.
-    /// - Returns: The registration, for ``removeObserver(_:)-(Registration)``;
+    /// - Returns: The registration, for ``removeObserver(_:)->Bool``;
     ///   discarding it keeps the registration.
     /// - Throws: ``KVOError/outOfMemory`` when the engine cannot register it
     ///   (nothing is registered then, and `block` is never called).

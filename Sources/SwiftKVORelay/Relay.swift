@@ -1,0 +1,1046 @@
+#if Relay
+import DequeModule
+import Foundation
+import Logging
+import SwiftKVO
+import Synchronization
+
+/// Relays chosen `NotificationHub` notifications and chosen
+/// `@Observed` properties between instances of a service, through a broker
+/// (PostgreSQL `LISTEN`/`NOTIFY` by default).
+///
+/// ```swift
+/// let relay = try Relay(configuration: RelayConfiguration(postgres: try RelayConfiguration.environment()))
+/// try relay.bridge(.orderPlaced)
+/// try relay.replicate(\.checkout, of: flags, as: "flags.checkout")
+/// let running = Task { await relay.run() }   // connects, reconnects; until cancelled
+/// ```
+///
+/// - Notifications: a local post of a bridged name (through the hub or
+///   ``post(name:userInfo:)``) is sent to the other instances, which post it
+///   on their hub with this relay as sender and ``RelayOrigin/remote(instance:)``
+///   under ``RelayOrigin/userInfoKey``. A relay never delivers its own messages
+///   back, and never forwards a remote notification again.
+/// - Properties: a local assignment of a replicated property is sent; a
+///   remote one is assigned locally (observers are notified as for any
+///   change) and not sent again. Last writer wins, by writer clock stamp,
+///   ties broken by instance id.
+/// - After a reconnect, when another instance's sequence numbers show
+///   that messages were missed, or when another instance restarted, the
+///   relay reloads replicated values from its state table
+///   (``RelayConfiguration/stateTable``) and posts ``resynchronize``:
+///   reload any other state.
+///
+/// See the DocC article *Relaying between instances* for the delivery guarantees.
+///
+/// ## Thread safety and callbacks
+/// Every method may be called from any thread. Remote notifications are
+/// posted, and remote property values assigned, on a task of ``run()``,
+/// one message at a time, each sender's in the order the broker delivered
+/// them (senders take turns, so a flooding one cannot hold up the others):
+/// hub observers run there, synchronously. A replicated property is
+/// therefore written from that task: do not assign it concurrently from
+/// other threads without your own synchronization (as for any `@Observed`
+/// property).
+///
+/// Sending waits for nothing: a post (or a replicated assignment) hands its
+/// message to the transport on the posting thread when no statement is in
+/// flight, and otherwise queues it for the statement that starts when the
+/// one in flight completes (up to 256 messages each).
+public final class Relay: Sendable {
+    /// Posted (with the relay as sender) after the relay reconnects, when
+    /// another instance's messages were lost, and when another instance
+    /// restarted (a new incarnation, or a sequence number that jumped beyond
+    /// ``RelayConfiguration/maximumSequenceJump``): whatever was sent
+    /// meanwhile may be gone, so reload the state you keep in sync.
+    ///
+    /// When the relay keeps state (``RelayConfiguration/stateTable``) and
+    /// replicates properties, it first loads their current values (applied as
+    /// remote changes), then posts: only notifications are lost across the gap.
+    ///
+    /// User info: `"reason"` — `"reconnected"`, `"missed"` or `"restarted"`;
+    /// `"updated"` — the replicated names (`[String]`, sorted) whose values the
+    /// load brought up to date (empty if none changed or nothing was loaded).
+    /// For `"missed"` and `"restarted"` also `"instance"` (the sender's id);
+    /// for `"missed"` also `"missed"` (how many of its messages, an `Int`,
+    /// since the last notification for it) and `"restarted"` (`true` if it
+    /// also restarted meanwhile). For one instance these come at most once per
+    /// ``RelayConfiguration/resynchronizationInterval``: what happens within
+    /// it is reported, summed, when it ends.
+    public static let resynchronize = NotificationHub.Name("SwiftKVORelay.resynchronize")
+
+    /// The most messages sent in one statement.
+    static let batchLimit = 256
+
+    /// This relay's configuration.
+    public let configuration: RelayConfiguration
+
+    let state: Mutex<State>
+    /// This relay's incarnation: random, so that an instance restarted with
+    /// the same ``RelayConfiguration/instanceID`` starts a new sequence space.
+    package let incarnation: UInt64
+    /// What this relay's messages start with, up to their sequence number:
+    /// one comparison tells an own message coming back from the broker.
+    private let wirePrefix: String
+    /// Received messages not yet handled (``intake(_:)``, then ``receive(_:)``).
+    private let backlog: Mutex<ReceiveBacklog>
+    /// Rings when the backlog gets a message; holds at most one ring.
+    private let doorbell: AsyncStream<Void>
+    let ring: AsyncStream<Void>.Continuation
+    /// Decodes every incoming message (its user info holds the name resolver).
+    private let decoder = JSONDecoder()
+    /// Rings when a state load is asked for; holds at most one ring (StateLoading.swift).
+    let loaderBell: AsyncStream<Void>
+    let ringLoader: AsyncStream<Void>.Continuation
+    /// Rows loaded from the state table, waiting for the receiving task.
+    let stateInbox = Mutex(StateInbox())
+
+    /// A message waiting to be sent; for a property value, what its state-table row records.
+    struct Outgoing {
+        var message: String
+        var name: String?
+        var stamp: UInt64 = 0
+    }
+
+    struct State {
+        var outbox = Deque<Outgoing>()
+        /// The current connection's publisher, once it is listening.
+        var publisher: (any RelayPublisher)?
+        /// Ends the current connection when a statement fails, so that its
+        /// messages are sent again on the next one.
+        var publishFailed: AsyncStream<any Error>.Continuation?
+        /// Counts connects and disconnects: the completion of a statement
+        /// started on an earlier connection is ignored.
+        var connection: UInt64 = 0
+        /// How many of the outbox's first messages the statement in flight
+        /// carries; 0 when none is in flight.
+        var publishing = 0
+        var nextSequence: UInt64 = 1
+        var statistics = RelayStatistics()
+        var bridges: [String: Bridge] = [:]
+        var replications: [String: any Replicating] = [:]
+        /// The last write of each replicated name: (stamp, instance).
+        var lastWrites: [String: (stamp: UInt64, instance: String)] = [:]
+        /// The highest stamp issued or seen: local stamps go above it.
+        var clock: UInt64 = 0
+        /// Per other instance: incarnation, last sequence number, when last heard.
+        var instances: InstanceTable
+        /// Instances with a coalesced resynchronization not yet posted.
+        var pendingResynchronizations: Set<String> = []
+        /// Hashes of messages sent and not yet seen coming back (bounded, oldest forgotten first).
+        var echoes: Set<Int> = []
+        var echoOrder = Deque<Int>()
+        var isListening = false
+        var hasListened = false
+        var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+        var nextWaiter: UInt64 = 0
+        /// The state load asked for and not yet started.
+        var stateRequest = StateRequest()
+        /// Whether the current connection's first state load is done (or none was needed).
+        var stateIsCurrent = false
+        /// Set by a graceful shutdown (RelayService.swift): new messages are refused.
+        var closed = false
+        var shutdownReport: RelayShutdownReport?
+    }
+
+    struct Bridge {
+        let name: NotificationHub.Name
+        let schema: UserInfoSchema
+        let token: ObservationToken
+    }
+
+    /// A relay with `configuration`. It neither connects nor sends until
+    /// ``run()`` runs; posts made before are queued (up to
+    /// ``RelayConfiguration/outboxCapacity``).
+    ///
+    /// - Throws: ``RelayError/invalidConfiguration(_:)`` for an instance id
+    ///   that receivers would drop (empty, over 128 bytes, or with control or
+    ///   format characters; see ``RelayConfiguration/instanceID``), or limits
+    ///   that cannot work together.
+    public init(configuration: RelayConfiguration) throws(RelayError) {
+        try Self.validate(configuration)
+        self.configuration = configuration
+        incarnation = UInt64.random(in: 1...UInt64.max)
+        wirePrefix = Wire.prefix(instance: configuration.instanceID, incarnation: incarnation)
+        state = Mutex(
+            State(
+                instances: InstanceTable(
+                    capacity: configuration.maximumTrackedInstances, idleTimeout: configuration.instanceIdleTimeout)))
+        backlog = Mutex(
+            ReceiveBacklog(
+                capacity: configuration.receiveBacklogBytes, perSender: configuration.receiveBacklogBytesPerSender))
+        (doorbell, ring) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        (loaderBell, ringLoader) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        decoder.userInfo[Wire.Resolver.codingKey] = resolver
+    }
+
+    private static func validate(_ configuration: RelayConfiguration) throws(RelayError) {
+        let id = configuration.instanceID
+        guard !id.isEmpty else { throw .invalidConfiguration("instanceID is empty") }
+        guard id.utf8.count <= Wire.maximumInstanceIDBytes else {
+            throw .invalidConfiguration(
+                "instanceID has \(id.utf8.count) bytes; at most \(Wire.maximumInstanceIDBytes) are accepted")
+        }
+        guard Wire.isValidInstanceID(id) else {
+            throw .invalidConfiguration(
+                "instanceID \"\(Wire.loggable(id))\" contains control, format or unassigned characters")
+        }
+        guard configuration.outboxCapacity > 0, configuration.maximumTrackedInstances > 0,
+            configuration.receiveBacklogBytes > 0, configuration.receiveBacklogBytesPerSender > 0
+        else {
+            throw .invalidConfiguration(
+                "outboxCapacity, maximumTrackedInstances and the receive backlog's sizes must be positive")
+        }
+        guard configuration.maximumSequenceJump >= UInt64(configuration.outboxCapacity) else {
+            throw .invalidConfiguration("maximumSequenceJump must be at least outboxCapacity (a resend reaches that far back)")
+        }
+        guard configuration.maximumClockSkew >= .zero, configuration.resynchronizationInterval > .zero else {
+            throw .invalidConfiguration("maximumClockSkew must not be negative, resynchronizationInterval must be positive")
+        }
+    }
+
+    deinit {
+        for bridge in state.withLock({ $0.bridges.values }) { bridge.token.invalidate() }
+        for replication in state.withLock({ $0.replications.values }) { replication.stop() }
+    }
+
+    /// This relay's id on the wire (``RelayConfiguration/instanceID``).
+    public var instanceID: String { configuration.instanceID }
+
+    /// A snapshot of the relay's counters.
+    public var statistics: RelayStatistics { state.withLock { $0.statistics } }
+
+    /// Whether the relay is connected and listening now.
+    public var isListening: Bool { state.withLock { $0.isListening } }
+
+    // MARK: Bridging notifications
+
+    /// Sends local posts of `name` to the other instances, and posts theirs here.
+    ///
+    /// Every user-info value of a post must be `Encodable` (a post that is not,
+    /// or whose message would exceed the broker's limit, is not sent and is
+    /// counted in ``RelayStatistics/notSent``; use ``post(name:userInfo:)`` to
+    /// get that as an error). The post's sender object stays local.
+    ///
+    /// - Parameters:
+    ///   - name: The notification name to bridge.
+    ///   - userInfoTypes: What each user-info key decodes as on arrival (e.g.
+    ///     `["count": Int.self, "order": Order.self]`). A message with a key
+    ///     not listed, or a value that does not decode, is dropped and counted
+    ///     (``RelayStatistics/droppedWrongType``). Empty (the default): values
+    ///     arrive as JSON maps them — `Bool`, `Int`, `Double`, `String`,
+    ///     `[any Sendable]`, `[String: any Sendable]`; nulls are left out.
+    /// - Throws: ``RelayError/duplicateName(_:)`` if `name` is already bridged;
+    ///   ``RelayError/registration(_:)`` if the hub refused the registration.
+    public func bridge(
+        _ name: NotificationHub.Name, userInfoTypes: [String: any (Codable & Sendable).Type] = [:]
+    ) throws(RelayError) {
+        let token: ObservationToken
+        do {
+            token = try NotificationHub.default.addObserver(forName: name) { [weak self] note in
+                self?.forward(note)
+            }
+        } catch {
+            throw .registration(error)
+        }
+        let schema = UserInfoSchema(types: userInfoTypes.mapValues { $0 })
+        let added = state.withLock { state in
+            guard state.bridges[name.rawValue] == nil, state.replications[name.rawValue] == nil else { return false }
+            state.bridges[name.rawValue] = Bridge(name: name, schema: schema, token: token)
+            return true
+        }
+        guard added else {
+            token.invalidate()
+            throw .duplicateName(name.rawValue)
+        }
+    }
+
+    /// Stops bridging `name`. Returns `false` if it was not bridged.
+    @discardableResult
+    public func unbridge(_ name: NotificationHub.Name) -> Bool {
+        guard let bridge = state.withLock({ $0.bridges.removeValue(forKey: name.rawValue) }) else { return false }
+        bridge.token.invalidate()
+        return true
+    }
+
+    /// Posts `name` on this process's hub and sends it to the other
+    /// instances, or throws without doing either.
+    ///
+    /// Local observers get the notification synchronously, on this thread,
+    /// with no sender and ``RelayOrigin/local`` under ``RelayOrigin/userInfoKey``.
+    ///
+    /// - Throws: ``RelayError/notBridged(_:)``,
+    ///   ``RelayError/notEncodable(key:)``,
+    ///   ``RelayError/payloadTooLarge(bytes:limit:)`` (nothing is truncated),
+    ///   ``RelayError/outboxFull(capacity:)``.
+    public func post(name: NotificationHub.Name, userInfo: [String: any Sendable] = [:]) throws(RelayError) {
+        guard state.withLock({ $0.bridges[name.rawValue] != nil }) else { throw .notBridged(name.rawValue) }
+        try enqueue(encodePost(name, userInfo))
+        var local = userInfo
+        local[RelayOrigin.userInfoKey] = RelayOrigin.local
+        NotificationHub.default.post(name: name, object: nil, userInfo: local)
+    }
+
+    /// A hub post of a bridged name: sent unless a relay delivered or sent it already.
+    private func forward(_ note: HubNotification) {
+        guard note.userInfo[RelayOrigin.userInfoKey] == nil else { return }
+        do {
+            try enqueue(encodePost(note.name, note.userInfo))
+        } catch {
+            state.withLock { $0.statistics.notSent += 1 }
+            configuration.logger.warning(
+                "relay did not send a post", metadata: ["name": "\(note.name.rawValue)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: Replicating properties
+
+    /// Keeps `object`'s property at `keyPath` the same on every instance that
+    /// replicates it under `name` (e.g. `"flags.checkout"`).
+    ///
+    /// A local assignment is sent (after local observers were notified, from
+    /// the observation the relay registers). A remote one is assigned here —
+    /// on the task running ``run()`` — if it is newer than the last write
+    /// this relay knows (last writer wins: the writer's clock stamp, a
+    /// hybrid of wall-clock microseconds and the highest stamp seen, then
+    /// the higher instance id, in UTF-8 byte order, on a tie); local observers see it as a normal
+    /// change, and it is not sent again. An assignment made synchronously
+    /// by an observer while a remote value is being assigned counts as part
+    /// of it and is not sent either.
+    ///
+    /// With a state table (``RelayConfiguration/stateTable``, the default),
+    /// each value sent is also recorded there in the same transaction, and
+    /// the relay loads the table's values of its replicated names when it
+    /// starts listening, after every reconnect, when another instance's
+    /// messages were missed or it restarted, and when `name` is replicated
+    /// while listening. A loaded value is applied like a remote one: only if
+    /// newer, observers told, not sent again. So a new instance gets the
+    /// current values, and instances that wrote during a partition converge
+    /// on the last write once connected. Without a state table an instance
+    /// learns a value when someone assigns it. A value whose message would
+    /// exceed the broker's limit is not sent (counted in
+    /// ``RelayStatistics/notSent``, logged).
+    /// Replication ends with ``stopReplicating(_:)`` or when the object deinitializes.
+    ///
+    /// - Parameters:
+    ///   - keyPath: An `@Observed` property of `object`.
+    ///   - object: The object; held weakly.
+    ///   - name: The property's stable name, the same on every instance.
+    /// - Throws: ``RelayError/duplicateName(_:)`` if `name` is already used
+    ///   by this relay; ``RelayError/registration(_:)`` if SwiftKVO cannot
+    ///   observe `keyPath` (nothing is replicated then).
+    public func replicate<Object: KeyValueObservable, Value: Codable & Sendable>(
+        _ keyPath: ReferenceWritableKeyPath<Object, Value>, of object: Object, as name: String
+    ) throws(RelayError) {
+        let replication = Replication(name: name, object: object, keyPath: keyPath)
+        let added = state.withLock { state in
+            guard state.bridges[name] == nil, state.replications[name] == nil else { return false }
+            state.replications[name] = replication
+            return true
+        }
+        guard added else { throw .duplicateName(name) }
+        do {
+            try replication.start(relay: self)
+        } catch {
+            state.withLock { _ = $0.replications.removeValue(forKey: name) }
+            throw .registration(error)
+        }
+        if state.withLock({ $0.isListening && Self.keepsState($0, configuration) }) {
+            requestStateLoad { $0.registered = true }
+        }
+    }
+
+    /// Stops replicating `name`. Returns `false` if it was not replicated.
+    @discardableResult
+    public func stopReplicating(_ name: String) -> Bool {
+        guard let replication = state.withLock({ $0.replications.removeValue(forKey: name) }) else { return false }
+        replication.stop()
+        return true
+    }
+
+    /// A local assignment of a replicated property: stamp it and send it.
+    func publishSet<Value: Encodable & Sendable>(name: String, value: Value) {
+        let stamp = state.withLock { state in
+            // Saturating: remote stamps are bounded by the clock skew, but never trap.
+            let next = state.clock == .max ? state.clock : state.clock + 1
+            let stamp = max(Self.wallClockMicroseconds(), next)
+            state.clock = stamp
+            state.lastWrites[name] = (stamp, configuration.instanceID)
+            return stamp
+        }
+        do {
+            try enqueue(Wire.setBody(name: name, stamp: stamp, value: value), name: name, stamp: stamp)
+        } catch {
+            state.withLock { $0.statistics.notSent += 1 }
+            configuration.logger.warning(
+                "relay did not send a property value", metadata: ["name": "\(name)", "error": "\(error)"])
+        }
+    }
+
+    /// Last writer wins: whether a remote write is newer than the last one of
+    /// `name`, in which case it becomes the last one.
+    func acceptRemoteWrite(name: String, stamp: UInt64, instance: String) -> Bool {
+        state.withLock { state in
+            state.clock = max(state.clock, stamp)
+            // Instance ids in byte order, as the state table's `COLLATE "C"` compares them.
+            if let last = state.lastWrites[name],
+                last.stamp > stamp || (last.stamp == stamp && !last.instance.utf8.lexicographicallyPrecedes(instance.utf8))
+            {
+                return false
+            }
+            state.lastWrites[name] = (stamp, instance)
+            return true
+        }
+    }
+
+    static func wallClockMicroseconds() -> UInt64 {
+        UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+    }
+
+    /// The latest stamp accepted from another instance now: the wall clock
+    /// plus ``RelayConfiguration/maximumClockSkew`` (saturating).
+    var stampHorizon: UInt64 {
+        let skew = configuration.maximumClockSkew.components
+        let seconds = UInt64(clamping: skew.seconds)
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
+        let micros = overflow ? UInt64.max : whole + UInt64(clamping: skew.attoseconds / 1_000_000_000_000)
+        let (sum, late) = Self.wallClockMicroseconds().addingReportingOverflow(micros)
+        return late ? .max : sum
+    }
+
+    // MARK: Sending
+
+    private func encodePost(_ name: NotificationHub.Name, _ userInfo: [String: any Sendable]) throws(RelayError) -> String {
+        try Wire.postBody(name: name.rawValue, userInfo: userInfo)
+    }
+
+    /// Numbers `body` and queues it, or throws if it is too large or the
+    /// queue is full (then the number is not used: no gap for receivers).
+    /// If no statement is in flight, starts one from here. A property value
+    /// comes with its `name` and `stamp`, for the state table.
+    private func enqueue(_ body: String, name: String? = nil, stamp: UInt64 = 0) throws(RelayError) {
+        let limit = configuration.transport.maximumPayloadBytes
+        let capacity = configuration.outboxCapacity
+        let outcome: Result<Statement?, RelayError> = state.withLock { state in
+            guard !state.closed else { return .failure(.shuttingDown) }
+            guard state.outbox.count < capacity else { return .failure(.outboxFull(capacity: capacity)) }
+            let message = wireMessage(sequence: state.nextSequence, body: body)
+            let bytes = message.utf8.count
+            guard bytes <= limit else { return .failure(.payloadTooLarge(bytes: bytes, limit: limit)) }
+            state.nextSequence += 1
+            state.outbox.append(Outgoing(message: message, name: name, stamp: stamp))
+            Self.remember(echoOf: message, in: &state)
+            return .success(Self.nextStatement(&state))
+        }
+        if let statement = try outcome.get() { publish(statement) }
+    }
+
+    /// The message with `sequence` and `body`; signed, with its send time, if
+    /// ``RelayConfiguration/signing`` is set.
+    private func wireMessage(sequence: UInt64, body: String) -> String {
+        guard let signing = configuration.signing else {
+            return Wire.message(prefix: wirePrefix, sequence: sequence, body: body)
+        }
+        return signing.sign(
+            wirePrefix + String(sequence) + #","w":"# + String(Self.wallClockMicroseconds() / 1000) + body)
+    }
+
+    /// The most sent messages whose echo the relay waits for; past that, an
+    /// echo is recognized by decoding it.
+    private static let echoCapacity = 4096
+
+    private static func remember(echoOf message: String, in state: inout State) {
+        let hash = message.hashValue
+        if state.echoOrder.count >= echoCapacity, let oldest = state.echoOrder.popFirst() {
+            state.echoes.remove(oldest)
+        }
+        if state.echoes.insert(hash).inserted { state.echoOrder.append(hash) }
+    }
+
+    /// The outbox's first messages, on one connection's publisher, with the
+    /// state-table rows of the property values among them (the last of each name).
+    struct Statement {
+        let publisher: any RelayPublisher
+        let messages: [String]
+        let rows: [RelayStateRow]
+        let connection: UInt64
+    }
+
+    /// The next statement to publish, if there is a publisher, no statement in
+    /// flight, and something queued: at most ``batchLimit`` of the oldest messages.
+    private static func nextStatement(_ state: inout State) -> Statement? {
+        guard state.publishing == 0, let publisher = state.publisher, !state.outbox.isEmpty else { return nil }
+        let batch = state.outbox.prefix(batchLimit)
+        var rows: [RelayStateRow] = []
+        var rowOfName: [String: Int] = [:]
+        for outgoing in batch {
+            guard let name = outgoing.name else { continue }
+            // Local stamps only grow: the last value of a name in the batch is its newest.
+            let row = RelayStateRow(
+                name: name, stamp: Int64(clamping: outgoing.stamp), instance: "", message: outgoing.message,
+                messageBytes: outgoing.message.utf8.count)
+            if let index = rowOfName[name] { rows[index] = row } else {
+                rowOfName[name] = rows.count
+                rows.append(row)
+            }
+        }
+        state.publishing = batch.count
+        return Statement(
+            publisher: publisher, messages: batch.map(\.message), rows: rows, connection: state.connection)
+    }
+
+    /// Publishes `statement`, then the next one when it completes, and so on
+    /// until the outbox is empty. One statement is in flight at a time, so
+    /// messages reach the broker in queue order; no task waits on it, so a
+    /// closing connection holds nothing (its publisher fails the completion).
+    /// Messages leave the queue only once published: after a failure they are
+    /// sent again on the next connection (receivers drop the copies that had arrived).
+    private func publish(_ statement: Statement) {
+        if !statement.rows.isEmpty, let table = configuration.stateTable,
+            let keeper = statement.publisher as? any RelayStatePublisher
+        {
+            let instance = configuration.instanceID
+            let rows = statement.rows.map { row in
+                var row = row
+                row.instance = instance
+                return row
+            }
+            let horizon = Int64(clamping: stampHorizon)
+            keeper.publish(statement.messages, recording: rows, in: table, horizon: horizon) { result in
+                self.completed(statement, result)
+            }
+            return
+        }
+        statement.publisher.publish(statement.messages) { result in self.completed(statement, result) }
+    }
+
+    private func completed(_ statement: Statement, _ result: Result<Void, any Error>) {
+        let (next, failed) = state.withLock { state -> (Statement?, AsyncStream<any Error>.Continuation?) in
+            guard state.connection == statement.connection else { return (nil, nil) }
+            state.publishing = 0
+            switch result {
+            case .success:
+                state.outbox.removeFirst(statement.messages.count)
+                state.statistics.sent.addSaturating(statement.messages.count)
+                return (Self.nextStatement(&state), nil)
+            case .failure:
+                state.publisher = nil
+                return (nil, state.publishFailed)
+            }
+        }
+        if let next { publish(next) }
+        if case .failure(let error) = result { failed?.yield(error) }
+    }
+
+    // MARK: Connection
+
+    /// Connects, listens, sends and receives until the task is cancelled;
+    /// reconnects after a lost or refused connection (or a statement that
+    /// failed), with exponential backoff
+    /// (``RelayConfiguration/initialReconnectDelay`` doubling up to
+    /// ``RelayConfiguration/maximumReconnectDelay``, with jitter). After each
+    /// reconnect it posts ``resynchronize``. Run it once per relay.
+    ///
+    /// Under a swift-service-lifecycle `ServiceGroup` it also returns after a
+    /// graceful shutdown: it refuses new messages, sends what is queued for at
+    /// most ``RelayConfiguration/shutdownTimeout``, and reports what it could
+    /// not (``shutdownReport``; see <doc:RunningAsAService>).
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.reportCoalescedResynchronizations() }
+            group.addTask { await self.handleReceived() }
+            group.addTask { await self.loadStateOnRequest() }
+            group.addTask { await self.reportMetrics() }
+            await self.connectUntilShutDown { await self.connectUntilCancelled() }
+            group.cancelAll()
+        }
+    }
+
+    /// Handles received messages, one at a time, until cancelled.
+    private func handleReceived() async {
+        defer { closeStateInbox() }
+        for await _ in doorbell {
+            applyLoadedState()
+            var handled = 0
+            while let payload = backlog.withLock({ $0.pop() }) {
+                receive(payload)
+                handled += 1
+                // Loaded values wait for at most this many messages of a flood.
+                if handled % 256 == 0 { applyLoadedState() }
+            }
+        }
+    }
+
+    /// A message from the transport: queued for ``handleReceived()``, or shed
+    /// and counted if the backlog is full. Cheap, so that the transport's own
+    /// buffer never grows.
+    package func intake(_ payload: String) {
+        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
+        guard backlog.withLock({ $0.push(payload) }) else {
+            return state.withLock { $0.statistics.droppedShed.addSaturating(1) }
+        }
+        ring.yield()
+    }
+
+    /// Posts coalesced resynchronizations once their instance's interval is
+    /// over: checked four times per interval, until cancelled.
+    private func reportCoalescedResynchronizations() async {
+        let period = configuration.resynchronizationInterval / 4
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: period)
+            } catch {
+                return
+            }
+            flushResynchronizations(now: .now)
+        }
+    }
+
+    private func connectUntilCancelled() async {
+        let logger = configuration.logger
+        var delay = configuration.initialReconnectDelay
+        while !Task.isCancelled {
+            let (failures, publishFailed) = AsyncStream<any Error>.makeStream()
+            do {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        try await self.configuration.transport.run(
+                            channel: self.configuration.channel, logger: logger,
+                            connected: { self.listening(publisher: self.measured($0), publishFailed: publishFailed) },
+                            receive: { self.intake($0) })
+                    }
+                    group.addTask {
+                        for await error in failures { throw error }
+                    }
+                    try await group.next()
+                    group.cancelAll()
+                }
+            } catch {
+                if !Task.isCancelled {
+                    logger.warning(
+                        "relay connection ended", metadata: ["error": "\(RelayErrorDescription.describe(error))"])
+                }
+            }
+            publishFailed.finish()
+            let wasListening = state.withLock { state in
+                defer {
+                    state.isListening = false
+                    state.publisher = nil
+                    state.publishFailed = nil
+                    state.publishing = 0
+                    state.connection += 1
+                    state.stateIsCurrent = false
+                }
+                if state.isListening { state.statistics.disconnects.addSaturating(1) }
+                return state.isListening
+            }
+            if wasListening { delay = configuration.initialReconnectDelay }
+            if Task.isCancelled { break }
+            let jittered = delay * Double.random(in: 0.5...1.0)
+            logger.info("relay reconnecting", metadata: ["delay": "\(jittered)"])
+            try? await Task.sleep(for: jittered)
+            delay = min(delay * 2, configuration.maximumReconnectDelay)
+        }
+    }
+
+    /// The subscription is in place: start sending, load the replicated
+    /// values if the relay keeps state, then release waiters and after a gap
+    /// tell the application to resynchronize.
+    private func listening(publisher: any RelayPublisher, publishFailed: AsyncStream<any Error>.Continuation) {
+        let (waiters, reconnected, statement, loads) = state.withLock { state in
+            state.isListening = true
+            state.connection += 1
+            state.publisher = publisher
+            state.publishFailed = publishFailed
+            state.publishing = 0
+            let reconnected = state.hasListened
+            state.hasListened = true
+            let statement = Self.nextStatement(&state)
+            if Self.keepsState(state, configuration), !state.replications.isEmpty {
+                // Released, and the resynchronization posted, once the load is done.
+                state.stateIsCurrent = false
+                state.stateRequest.connection = state.connection
+                state.stateRequest.reconnected = state.stateRequest.reconnected || reconnected
+                return ([CheckedContinuation<Void, any Error>](), false, statement, true)
+            }
+            state.stateIsCurrent = true
+            defer { state.waiters.removeAll() }
+            return (Array(state.waiters.values), reconnected, statement, false)
+        }
+        configuration.logger.info("relay listening", metadata: ["channel": "\(configuration.channel)"])
+        if let statement { publish(statement) }
+        if loads { ringLoader.yield() }
+        for waiter in waiters { waiter.resume() }
+        if reconnected {
+            state.withLock { $0.statistics.resynchronizations.addSaturating(1) }
+            postResynchronize(["reason": "reconnected", "updated": [String]()])
+        }
+    }
+
+    /// Returns once the relay is connected and listening (at once if it is)
+    /// and, if it keeps state (``RelayConfiguration/stateTable``), has loaded
+    /// the current values of the properties it replicates: after it returns
+    /// at start, they hold the values last written by any instance.
+    ///
+    /// - Throws: `CancellationError` if the waiting task is cancelled first.
+    public func waitUntilListening() async throws {
+        let id = state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let ready = state.withLock { state in
+                    if (state.isListening && state.stateIsCurrent) || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+            try Task.checkCancellation()
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    func postResynchronize(_ userInfo: [String: any Sendable]) {
+        var userInfo = userInfo
+        userInfo[RelayOrigin.userInfoKey] = RelayOrigin.local
+        NotificationHub.default.post(name: Self.resynchronize, object: self, userInfo: userInfo)
+    }
+
+    // MARK: Receiving
+
+    enum Reason: String {
+        case malformed, unknownName, wrongType, oversized, duplicate, stale, futureStamp, untracked, ownID
+        case unsigned, badSignature, replayed
+    }
+
+    func drop(_ reason: Reason, _ instance: String? = nil) {
+        state.withLock { state in
+            switch reason {
+            case .malformed: state.statistics.droppedMalformed.addSaturating(1)
+            case .unknownName: state.statistics.droppedUnknownName.addSaturating(1)
+            case .wrongType: state.statistics.droppedWrongType.addSaturating(1)
+            case .oversized: state.statistics.droppedOversized.addSaturating(1)
+            case .duplicate: state.statistics.droppedDuplicate.addSaturating(1)
+            case .stale: state.statistics.droppedStale.addSaturating(1)
+            case .futureStamp: state.statistics.droppedFutureStamp.addSaturating(1)
+            case .untracked: state.statistics.droppedUntracked.addSaturating(1)
+            case .ownID: state.statistics.droppedOwnID.addSaturating(1)
+            case .unsigned: state.statistics.droppedUnsigned.addSaturating(1)
+            case .badSignature: state.statistics.droppedBadSignature.addSaturating(1)
+            case .replayed: state.statistics.droppedReplayed.addSaturating(1)
+            }
+        }
+        // Identifiers from the wire are metadata values, escaped: never part of the message.
+        configuration.logger.debug(
+            "relay dropped a message",
+            metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance.map(Wire.loggable) ?? "?")"])
+    }
+
+    /// `payload` as a message, or nil if it is not one (malformed): the wrong
+    /// version, or an instance id that is empty, too long or not printable.
+    private func decode(_ payload: String) -> Wire.Incoming? {
+        guard
+            let message = Wire.readPost(payload, registration: registration)
+                ?? (try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8))),
+            message.envelope.v == Wire.version, Wire.isValidInstanceID(message.envelope.o)
+        else { return nil }
+        return message
+    }
+
+    /// One message from the broker (the transport calls it, one at a time).
+    /// Nothing in it is trusted before it decoded; an own message, which the
+    /// broker delivers back to its sender, is told by its first bytes and a
+    /// hash of what was sent, and skipped without decoding.
+    ///
+    /// A message moves its sender's sequence only once its envelope
+    /// validated, and by at most ``RelayConfiguration/maximumSequenceJump``;
+    /// only a message that validated entirely (a registered name, a body of
+    /// its types, a stamp within the clock skew) may start a new incarnation.
+    package func receive(_ payload: String) {
+        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
+        if payload.utf8.starts(with: wirePrefix.utf8),
+            state.withLock({ $0.echoes.remove(payload.hashValue) != nil })
+        {
+            return state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
+        }
+        var payload = payload
+        if let signing = configuration.signing {
+            switch signing.verify(payload) {
+            case .unsigned: return drop(.unsigned)
+            case .wronglySigned: return drop(.badSignature)
+            case .valid(let message): payload = message
+            }
+        }
+        guard let message = decode(payload) else { return drop(.malformed) }
+        let envelope = message.envelope
+        if let signing = configuration.signing {
+            // Signed, so the send time is the sender's: bounded on both sides.
+            let now = Self.wallClockMicroseconds() / 1000
+            let age = UInt64(clamping: signing.maximumMessageAge.components.seconds) * 1000
+            let skew = UInt64(clamping: configuration.maximumClockSkew.components.seconds) * 1000
+            guard let sent = envelope.w, sent >= now - min(now, age), sent - min(sent, skew) <= now else {
+                return drop(.replayed, envelope.o)
+            }
+        }
+        let instance = envelope.o
+        if instance == configuration.instanceID {
+            // A resend's second echo (or a copy of one), or another relay with this id.
+            guard envelope.i == incarnation else {
+                configuration.logger.warning(
+                    "relay received a message with its own instance id from another incarnation",
+                    metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
+                return drop(.ownID, instance)
+            }
+            return state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
+        }
+        let invalid: Reason?
+        switch message.body {
+        case .unknownName: invalid = .unknownName
+        case .wrongType: invalid = .wrongType
+        case .set(_, let stamp, _) where stamp > stampHorizon: invalid = .futureStamp
+        case .set, .post: invalid = nil
+        }
+        let now = ContinuousClock.now
+        let tracked = state.withLock { state in
+            Self.track(envelope, validated: invalid == nil, now: now, in: &state, configuration: configuration)
+        }
+        switch tracked {
+        case .duplicate: return drop(.duplicate, instance)
+        case .replayed: return drop(.replayed, instance)
+        case .refused: return drop(.untracked, instance)
+        case .ignored: return drop(invalid ?? .malformed, instance)
+        case .new(let report):
+            if let report { resynchronize(report) }
+        }
+        if let invalid { return drop(invalid, instance) }
+        switch message.body {
+        case .unknownName, .wrongType:
+            break
+        case .post(let name, var userInfo):
+            userInfo[RelayOrigin.userInfoKey] = RelayOrigin.remote(instance: instance)
+            state.withLock { $0.statistics.delivered.addSaturating(1) }
+            NotificationHub.default.post(name: name, object: self, userInfo: userInfo)
+        case .set(let replication, let stamp, let value):
+            switch replication.applyRemote(value, stamp: stamp, from: instance, relay: self) {
+            case .applied: state.withLock { $0.statistics.delivered.addSaturating(1) }
+            case .stale: drop(.stale, instance)
+            case .wrongType: drop(.wrongType, instance)
+            case .gone:
+                stopReplicating(replication.name)
+                drop(.unknownName, instance)
+            }
+        }
+    }
+
+    /// A resynchronization owed to the application for one instance.
+    struct Report {
+        let instance: String
+        let missed: Int
+        let restarted: Bool
+    }
+
+    /// Posts ``resynchronize`` for `report`, after loading the replicated
+    /// values if the relay keeps state and replicates any.
+    private func resynchronize(_ report: Report) {
+        let loads = state.withLock { state in
+            guard Self.keepsState(state, configuration), !state.replications.isEmpty else { return false }
+            state.stateRequest.reports.append(report)
+            return true
+        }
+        if loads { ringLoader.yield() } else { postReport(report, updated: []) }
+    }
+
+    /// Posts ``resynchronize`` for `report` with the names a load brought up
+    /// to date, and logs it (one warning each).
+    func postReport(_ report: Report, updated: [String]) {
+        state.withLock { $0.statistics.resynchronizations.addSaturating(1) }
+        var userInfo: [String: any Sendable] = ["instance": report.instance, "updated": updated]
+        if report.missed > 0 {
+            userInfo["reason"] = "missed"
+            userInfo["missed"] = report.missed
+            userInfo["restarted"] = report.restarted
+            configuration.logger.warning(
+                "relay missed messages",
+                metadata: [
+                    "instance": "\(Wire.loggable(report.instance))", "missed": "\(report.missed)",
+                    "restarted": "\(report.restarted)",
+                ])
+        } else {
+            userInfo["reason"] = "restarted"
+            configuration.logger.warning(
+                "relay heard a restarted instance", metadata: ["instance": "\(Wire.loggable(report.instance))"])
+        }
+        postResynchronize(userInfo)
+    }
+
+    /// Posts the coalesced resynchronizations whose instance's interval is over at `now`.
+    package func flushResynchronizations(now: ContinuousClock.Instant) {
+        let interval = configuration.resynchronizationInterval
+        let reports = state.withLock { state -> [Report] in
+            var reports: [Report] = []
+            for id in state.pendingResynchronizations {
+                guard let index = state.instances.index(of: id) else {
+                    state.pendingResynchronizations.remove(id)
+                    continue
+                }
+                var entry = state.instances[index]
+                if let last = entry.lastResynchronized, now - last < interval { continue }
+                reports.append(Report(instance: id, missed: entry.pendingMissed, restarted: entry.pendingRestart))
+                entry.pendingMissed = 0
+                entry.pendingRestart = false
+                entry.lastResynchronized = now
+                state.instances[index] = entry
+                state.pendingResynchronizations.remove(id)
+            }
+            return reports
+        }
+        for report in reports { resynchronize(report) }
+    }
+
+    /// Looks names up while a message decodes, so it is decoded once.
+    var resolver: Wire.Resolver {
+        Wire.Resolver { [weak self] kind, name in self?.registration(kind, name) }
+    }
+
+    /// What `name` is registered as for messages of `kind`, if anything.
+    private func registration(_ kind: Wire.Kind, _ name: String) -> Wire.Registration? {
+        state.withLock { state in
+            switch kind {
+            case .post: state.bridges[name].map { .bridge($0.name, $0.schema) }
+            case .set: state.replications[name].map { .replication($0) }
+            }
+        }
+    }
+    private enum Tracked {
+        /// Not seen before: deliver it, after posting the resynchronization if any.
+        case new(Report?)
+        case duplicate
+        /// Signed, but from an incarnation sent before the latest one heard.
+        case replayed
+        /// A new id while the table is full of instances still sending.
+        case refused
+        /// Not tracked: it did not validate, and would have started a new
+        /// sequence (a new id, a new incarnation, or a jump beyond the bound).
+        case ignored
+    }
+
+    /// Records `envelope`'s sequence number for its instance and says what to
+    /// do with the message. `validated`: the whole message validated, not
+    /// only its envelope. Gaps and restarts are reported at most once per
+    /// ``RelayConfiguration/resynchronizationInterval`` per instance; in
+    /// between they are summed and left for ``flushResynchronizations(now:)``.
+    private static func track(
+        _ envelope: Wire.Envelope, validated: Bool, now: ContinuousClock.Instant, in state: inout State,
+        configuration: RelayConfiguration
+    ) -> Tracked {
+        let instance = envelope.o
+        guard let index = state.instances.index(of: instance) else {
+            guard validated else { return .ignored }
+            guard
+                let inserted = state.instances.insert(
+                    instance, incarnation: envelope.i, sequence: envelope.s, now: now)
+            else { return .refused }
+            if configuration.signing != nil { state.instances[inserted].sent = envelope.w ?? 0 }
+            return .new(nil)
+        }
+        var entry = state.instances[index]
+        let bound = configuration.maximumSequenceJump
+        var missed = 0
+        var restarted = false
+        if envelope.i != entry.incarnation {
+            guard validated else { return .ignored }
+            // A signed message of another incarnation sent before the latest
+            // one heard: an old incarnation's message, replayed.
+            if configuration.signing != nil, let sent = envelope.w, sent < entry.sent { return .replayed }
+            restarted = true
+        } else if envelope.s > entry.sequence {
+            let jump = envelope.s - entry.sequence
+            if jump > bound {
+                guard validated else { return .ignored }
+                restarted = true
+            } else {
+                missed = Int(jump - 1)  // at most the bound
+            }
+        } else {
+            // Back by more than any resend reaches: the instance after a forged jump.
+            guard entry.sequence - envelope.s > bound, validated else { return .duplicate }
+            restarted = true
+        }
+        entry.incarnation = envelope.i
+        entry.sequence = envelope.s
+        if configuration.signing != nil { entry.sent = max(entry.sent, envelope.w ?? 0) }
+        var report: Report?
+        if missed > 0 || restarted {
+            state.statistics.missed.addSaturating(missed)
+            entry.pendingMissed.addSaturating(missed)
+            entry.pendingRestart = entry.pendingRestart || restarted
+            if let last = entry.lastResynchronized, now - last < configuration.resynchronizationInterval {
+                state.pendingResynchronizations.insert(instance)
+                state.statistics.resynchronizationsCoalesced.addSaturating(1)
+            } else {
+                report = Report(instance: instance, missed: entry.pendingMissed, restarted: entry.pendingRestart)
+                entry.pendingMissed = 0
+                entry.pendingRestart = false
+                entry.lastResynchronized = now
+                state.pendingResynchronizations.remove(instance)
+            }
+        }
+        state.instances[index] = entry
+        state.instances.touch(index, now: now)
+        return .new(report)
+    }
+}
+
+// MARK: Cost probes
+
+// Each step of a message's way on its own, for RelayBenchmarks' cost breakdown.
+extension Relay {
+    /// The message a post of `name` is sent as, with sequence number `sequence`.
+    package func message(
+        posting name: NotificationHub.Name, userInfo: [String: any Sendable], sequence: UInt64
+    ) throws(RelayError) -> String {
+        wireMessage(sequence: sequence, body: try encodePost(name, userInfo))
+    }
+
+    /// Whether `payload` decodes as a message (nothing else is done with it).
+    package func decodes(_ payload: String) -> Bool {
+        decode(payload) != nil
+    }
+}
+
+// MARK: Shutdown and metrics
+
+// What RelayService.swift and RelayMetrics.swift read and change of the relay's state.
+extension Relay {
+    /// Refuses every new message from now on (``RelayError/shuttingDown``).
+    package func closeOutbox() {
+        state.withLock { $0.closed = true }
+    }
+
+    /// Messages queued and not yet accepted by the broker (those in flight included).
+    package var queuedMessages: Int { state.withLock { $0.outbox.count } }
+
+    /// Empties the queue: the messages never confirmed sent, and how many of
+    /// them were in flight (their fate unknown).
+    package func takeUnsent() -> (messages: [String], inFlight: Int) {
+        state.withLock { state in
+            defer { state.outbox.removeAll() }
+            return (state.outbox.map(\.message), state.publishing)
+        }
+    }
+
+    /// The report of the graceful shutdown, once it is over.
+    package var lastShutdownReport: RelayShutdownReport? {
+        get { state.withLock { $0.shutdownReport } }
+        set { state.withLock { $0.shutdownReport = newValue } }
+    }
+
+    /// The counters, the queue's depth and the connection's state at one instant.
+    package var metricsSnapshot: (statistics: RelayStatistics, queued: Int, listening: Bool) {
+        state.withLock { ($0.statistics, $0.outbox.count, $0.isListening) }
+    }
+}
+#endif

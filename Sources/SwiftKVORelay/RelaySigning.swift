@@ -1,0 +1,172 @@
+#if Relay
+import Crypto
+import Foundation
+
+/// A secret shared by the instances of a service, with the id that names it
+/// on the wire.
+public struct RelaySigningKey: Sendable {
+    /// The key's name, sent with every message it signs (never the secret).
+    public let id: String
+    let key: SymmetricKey
+
+    /// The shortest secret accepted, in bytes (HMAC-SHA256's block of security).
+    public static let minimumSecretBytes = 32
+
+    /// A key named `id` with `secret`.
+    ///
+    /// - Throws: ``RelayError/invalidConfiguration(_:)`` if `id` is not 1 to
+    ///   32 characters of `A-Z a-z 0-9 . _ -`, or `secret` is shorter than
+    ///   ``minimumSecretBytes``.
+    public init(id: String, secret: some DataProtocol) throws(RelayError) {
+        guard (1...32).contains(id.utf8.count),
+            id.utf8.allSatisfy({ byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".")
+                    || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            })
+        else { throw .invalidConfiguration("a signing key id must be 1 to 32 characters of A-Z a-z 0-9 . _ -") }
+        guard secret.count >= Self.minimumSecretBytes else {
+            throw .invalidConfiguration("signing key \(id): the secret has \(secret.count) bytes, at least 32 are needed")
+        }
+        self.id = id
+        key = SymmetricKey(data: Array(secret))
+    }
+}
+
+/// Signed messages: every message carries an HMAC-SHA256 under a key the
+/// service's instances share, and a receiver drops (and counts) what is
+/// unsigned, wrongly signed or replayed.
+///
+/// The production setting: without it, any client of the database can speak
+/// for any instance (see the DocC article's threat model). Keys rotate
+/// without downtime: deploy every instance with the new key as ``previous``,
+/// then make it ``current`` everywhere, then remove the old one.
+///
+/// A signed message also carries its send time (wall clock); a receiver
+/// drops one older than ``maximumMessageAge`` or further ahead than
+/// ``RelayConfiguration/maximumClockSkew`` (``RelayStatistics/droppedReplayed``),
+/// and a message of an earlier incarnation of an instance than the one it
+/// heard last. Within the window, a copy of a message already received is a
+/// duplicate (``RelayStatistics/droppedDuplicate``).
+public struct RelaySigning: Sendable {
+    /// Signs every message sent; accepted on receipt.
+    public var current: RelaySigningKey
+    /// Also accepted on receipt, never used to sign: keys being rotated in or out.
+    public var previous: [RelaySigningKey]
+    /// How old a received message may be (by its send time).
+    public var maximumMessageAge: Duration = .seconds(60)
+
+    public init(current: RelaySigningKey, previous: [RelaySigningKey] = []) {
+        self.current = current
+        self.previous = previous
+    }
+
+    /// The variable holding the current key, as `<id>:<base64 secret>`.
+    public static let keyVariable = "SWIFTKVO_RELAY_SIGNING_KEY"
+    /// The variable holding the previous keys, as `<id>:<base64 secret>` separated by commas.
+    public static let previousKeysVariable = "SWIFTKVO_RELAY_PREVIOUS_SIGNING_KEYS"
+
+    /// Signing from the environment: ``keyVariable`` and ``previousKeysVariable``;
+    /// nil if ``keyVariable`` is not set.
+    ///
+    /// - Throws: ``RelayError/invalidConfiguration(_:)`` if a key does not
+    ///   parse (the message names the key id, never the secret).
+    public static func environment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(RelayError) -> RelaySigning? {
+        guard let current = environment[keyVariable], !current.isEmpty else { return nil }
+        var signing = RelaySigning(current: try key(current, variable: keyVariable))
+        for entry in (environment[previousKeysVariable] ?? "").split(separator: ",") {
+            signing.previous.append(try key(String(entry), variable: previousKeysVariable))
+        }
+        return signing
+    }
+
+    private static func key(_ text: String, variable: String) throws(RelayError) -> RelaySigningKey {
+        let parts = text.split(separator: ":", maxSplits: 1)
+        guard parts.count == 2, let secret = Data(base64Encoded: String(parts[1])) else {
+            throw .invalidConfiguration("\(variable): expected <key id>:<base64 secret>")
+        }
+        return try RelaySigningKey(id: String(parts[0]), secret: secret)
+    }
+
+    /// The key named `id`, current or previous.
+    func key(id: Substring) -> RelaySigningKey? {
+        if current.id == id { return current }
+        return previous.first { $0.id == id }
+    }
+
+    // MARK: Wire
+
+    // A signed message is the unsigned one with, before its closing brace,
+    // `,"k":"<key id>","h":"<64 hex digits>"`: the HMAC-SHA256 of every byte
+    // before `,"k":`.
+
+    /// `message` (a whole JSON object) signed with the current key.
+    package func sign(_ message: String) -> String {
+        var text = String(message.dropLast())  // the closing brace
+        let code = HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: current.key)
+        text += #","k":""# + current.id + #"","h":""#
+        text.reserveCapacity(text.utf8.count + 66)
+        for byte in code {
+            text.unicodeScalars.append(Self.hexDigits[Int(byte >> 4)])
+            text.unicodeScalars.append(Self.hexDigits[Int(byte & 0xF)])
+        }
+        text += "\"}"
+        return text
+    }
+
+    private static let hexDigits: [Unicode.Scalar] = Array("0123456789abcdef".unicodeScalars)
+
+    package enum Verification {
+        /// Signed by a known key: the message without its signature.
+        case valid(String)
+        case unsigned
+        case wronglySigned
+    }
+
+    /// Checks `payload`'s signature.
+    package func verify(_ payload: String) -> Verification {
+        let bytes = Array(payload.utf8)
+        // …,"k":"<id>","h":"<64 hex>"}
+        let tail = #"","h":""#.utf8.count + 64 + 2
+        guard bytes.count > tail + 8, bytes[bytes.count - 1] == UInt8(ascii: "}"),
+            bytes[bytes.count - 2] == UInt8(ascii: "\"")
+        else { return .unsigned }
+        let hexStart = bytes.count - 66
+        guard Array(bytes[(hexStart - 7)..<hexStart]) == Array(#"","h":""#.utf8) else { return .unsigned }
+        // Find `,"k":"` before the key id (at most 32 bytes back).
+        let idEnd = hexStart - 7
+        let marker = Array(#","k":""#.utf8)
+        var idStart = idEnd
+        while idStart > 0, idEnd - idStart <= 32, bytes[idStart - 1] != UInt8(ascii: "\"") { idStart -= 1 }
+        let signedEnd = idStart - marker.count
+        guard signedEnd > 0, Array(bytes[signedEnd..<idStart]) == marker else { return .unsigned }
+        var code = [UInt8]()
+        code.reserveCapacity(32)
+        var index = hexStart
+        while index < hexStart + 64 {
+            guard let high = Self.hexValue(bytes[index]), let low = Self.hexValue(bytes[index + 1]) else {
+                return .wronglySigned
+            }
+            code.append(high << 4 | low)
+            index += 2
+        }
+        let id = String(decoding: bytes[idStart..<idEnd], as: UTF8.self)
+        guard let key = key(id: Substring(id)) else { return .wronglySigned }
+        let signed = bytes[0..<signedEnd]
+        guard HMAC<SHA256>.isValidAuthenticationCode(code, authenticating: signed, using: key.key) else {
+            return .wronglySigned
+        }
+        return .valid(String(decoding: signed, as: UTF8.self) + "}")
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+}
+#endif
