@@ -236,10 +236,10 @@ enum Engine {
     static func flush() -> KVOError? { error(ckvo_hub_flush(hub)) }
 
     /// Live observations and pending releases of the hub (tests, monitoring).
-    static func stats() -> (observations: Int, keys: Int, pendingReleases: Int) {
+    static func stats() -> (observations: Int, keys: Int, pendingReleases: Int, bytes: Int) {
         var stats = ckvo_hub_stats_t()
         _ = ckvo_hub_stats(hub, &stats)
-        return (Int(stats.observations), Int(stats.keys), Int(stats.pending_releases))
+        return (Int(stats.observations), Int(stats.keys), Int(stats.pending_releases), Int(stats.bytes))
     }
 
     /// Debug builds count writer calls made under a lock of this layer

@@ -15,6 +15,13 @@ public struct EngineStatistics: Hashable, Sendable, CustomStringConvertible {
     /// Observations removed whose handlers wait for a grace period before
     /// they are released.
     public let pendingReleases: Int
+    /// Bytes the engine holds in its own structures: token pages and their
+    /// directory, index tables beyond their initial few kilobytes, the hub.
+    /// Not counted: observer lists, slots and key names (tens of bytes per
+    /// observation), the Swift boxes of observations, and memory retired
+    /// and waiting for a grace period. After removals and a flush it falls
+    /// back to a small multiple of what is live (see docs/reliability.md).
+    public let bytesHeld: Int
 
     /// The engine's counts now.
     ///
@@ -24,10 +31,12 @@ public struct EngineStatistics: Hashable, Sendable, CustomStringConvertible {
     public static var current: EngineStatistics {
         let stats = Engine.stats()
         return EngineStatistics(
-            observations: stats.observations, keys: stats.keys, pendingReleases: stats.pendingReleases)
+            observations: stats.observations, keys: stats.keys, pendingReleases: stats.pendingReleases,
+            bytesHeld: stats.bytes)
     }
 
     public var description: String {
-        "EngineStatistics(observations: \(observations), keys: \(keys), pendingReleases: \(pendingReleases))"
+        "EngineStatistics(observations: \(observations), keys: \(keys), pendingReleases: \(pendingReleases), "
+            + "bytesHeld: \(bytesHeld))"
     }
 }

@@ -23,6 +23,7 @@ import SwiftKVO
 /// | `swiftkvo_engine_observations`   | observations registered and not yet removed           |
 /// | `swiftkvo_engine_keys`           | interned keys                                         |
 /// | `swiftkvo_engine_pending_releases` | removed observations waiting for their grace period |
+/// | `swiftkvo_engine_bytes` | bytes the engine holds in its own structures (`EngineStatistics.bytesHeld`) |
 ///
 /// Each carries ``dimensions``. Reading the statistics takes the engine's
 /// writer lock for a moment, never a notification's path (SPEC §2.20).
@@ -37,6 +38,8 @@ public struct EngineMetrics: Service, Sendable {
     public static let keysLabel = "swiftkvo_engine_keys"
     /// The gauge of `EngineStatistics.pendingReleases`.
     public static let pendingReleasesLabel = "swiftkvo_engine_pending_releases"
+    /// The gauge of `EngineStatistics.bytesHeld`.
+    public static let bytesLabel = "swiftkvo_engine_bytes"
 
     /// How often ``run()`` reports.
     public let interval: Duration
@@ -46,6 +49,7 @@ public struct EngineMetrics: Service, Sendable {
     private let observations: Gauge
     private let keys: Gauge
     private let pendingReleases: Gauge
+    private let bytes: Gauge
 
     /// A reporter whose gauges are made now, by `factory`.
     ///
@@ -64,6 +68,7 @@ public struct EngineMetrics: Service, Sendable {
         observations = Gauge(label: Self.observationsLabel, dimensions: dimensions, factory: factory)
         keys = Gauge(label: Self.keysLabel, dimensions: dimensions, factory: factory)
         pendingReleases = Gauge(label: Self.pendingReleasesLabel, dimensions: dimensions, factory: factory)
+        bytes = Gauge(label: Self.bytesLabel, dimensions: dimensions, factory: factory)
     }
 
     /// Records `statistics` (default: the engine's now) on the gauges.
@@ -73,6 +78,7 @@ public struct EngineMetrics: Service, Sendable {
         observations.record(statistics.observations)
         keys.record(statistics.keys)
         pendingReleases.record(statistics.pendingReleases)
+        bytes.record(statistics.bytesHeld)
     }
 
     /// Reports now and every ``interval`` until graceful shutdown or

@@ -26,6 +26,8 @@ import Testing
         #expect(
             try metrics.expectGauge(EngineMetrics.pendingReleasesLabel, dimensions).lastValue
                 == Double(statistics.pendingReleases))
+        #expect(try metrics.expectGauge(EngineMetrics.bytesLabel, dimensions).lastValue == Double(statistics.bytesHeld))
+        #expect(statistics.bytesHeld > 0)
     }
 
     @Test func runReportsUntilCancelledAndOnceMoreAtTheEnd() async throws {
