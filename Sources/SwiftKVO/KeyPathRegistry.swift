@@ -14,12 +14,13 @@
 //      the previous link leads to declares, and every link but the last must
 //      lead to a `KeyValueObservable` class. A subscript of an array, an
 //      existential link, a computed property of a type no observable
-//      property has: refused here, never evaluated. When that class's name
-//      table names all its observable properties (DeclaredAccessors.swift,
-//      as `@KeyValueObservable` writes it), each component must also be one
-//      of their accessors: a computed property of the same type as one is
-//      refused here too. Without a complete table such a computed property
-//      passes this step and is read once in the next: its getter runs;
+//      property has: refused here, never evaluated. When the root class's
+//      name table names all its observable properties (DeclaredKeyPaths.swift,
+//      as `@KeyValueObservable` writes it), a one-link key path must also
+//      equal (`==`) one of their key paths: a computed property or subscript
+//      of the same type as one is refused here too. Without a complete table,
+//      or for a chain, such a computed property passes this step and is read
+//      once in the next: its getter runs;
 //   3. the identity: only then is the key path read once while the wrapper
 //      getters on the way record their property and the key path the
 //      compiler wrote for it (KeyPathProbe.swift), and the user's key path
@@ -215,6 +216,13 @@ enum KeyPathRegistry {
             throw refusal(keyPath, "`\(part)` is not an @Observed or @ObservedArray property")
         }
         var owner: Any.Type = type(of: keyPath).rootType
+        if links.count == 1, let declared = DeclaredKeyPaths.keyPaths(of: owner),
+            !declared.contains(keyPath)
+        {
+            throw refusal(
+                keyPath,
+                "none of the observable properties \(_typeName(owner, qualified: false)).observableKeyPaths names")
+        }
         for (index, link) in links.enumerated() {
             guard
                 let valueType = ObservableDeclarations.declares(
@@ -224,12 +232,6 @@ enum KeyPathRegistry {
                     keyPath,
                     "link \(index + 1) (\(link.valueTypeName)) is not an observable property "
                         + "of \(_typeName(owner, qualified: false))")
-            }
-            if let declared = DeclaredAccessors.of(owner), !declared.contains(link.accessor) {
-                throw refusal(
-                    keyPath,
-                    "link \(index + 1) (\(link.valueTypeName)) is none of the observable properties "
-                        + "\(_typeName(owner, qualified: false)).observableKeyPaths names")
             }
             guard index < links.count - 1 else { break }
             var next = valueType
