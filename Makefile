@@ -107,7 +107,8 @@ asan: deps
 unit-release: deps
 	@echo "== test: release build (allocations per notification, memory bounds at 10 million)"
 	SWIFTKVO_LONG_TESTS=1 $(SWIFT) test -c release -Xswiftc -enable-testing \
-		--scratch-path .build-release-tests --filter AllocationTests --filter MemoryBoundTests
+		--scratch-path .build-release-tests --filter AllocationTests --filter MemoryBoundTests \
+		--filter KeyPathShapeTests --filter HostileUseTests
 
 test: lint unit unit-fenced tsan asan unit-release relay-test
 

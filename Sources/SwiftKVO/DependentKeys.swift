@@ -220,7 +220,7 @@ enum Dependencies {
                 _ = try dependentKey(for: source, on: object)
                 continue
             }
-            if KeyPathShape(of: source) == .forceUnwrapped {
+            if KeyPathShape(of: source).isForceUnwrapped {
                 throw KVOError(.forceUnwrappedKeyPath, detail: "source \(KeyPathRegistry.spelling(of: source))")
             }
             guard let property = KeyPathRegistry.property(source, of: object) else {

@@ -245,7 +245,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
     /// structural link, and each change is read through the whole key path.
     private func leafIsExact(_ links: [ProbeRecord]) -> Bool {
         guard shape.count > 1, shape.contains(where: { $0.isOptionalChained }) else { return true }
-        KeyPathRegistry.learn(links)
+        ObservableComponents.learn(links)
         if case .mismatch = KeyPathRegistry.chainMatch(links, shape, keyPath: keyPath) { return false }
         return true
     }

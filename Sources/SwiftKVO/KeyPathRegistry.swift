@@ -2,33 +2,35 @@
 // KeyPathRegistry.swift — from Swift key paths to engine keys.
 //
 // A key path is observable when it *is* a declared observable property
-// (`@Observed`/`@ObservedArray`, inherited too: `\Derived.name` names
-// `Base.name`), a declared dependent key, or a chain whose every link is one
-// of those. This is decided in three steps, the first two without running
-// any getter:
-//   1. the shape (KeyPathShape.swift): a `!` link is refused (it would trap
-//      on nil); a stored component (a plain `let`/`var`) is refused; what is
-//      left is computed components and `?` marks;
-//   2. the declarations (ObservableDeclarations.swift): each component's
-//      value type must be the value type of an observable property the class
-//      the previous link leads to declares, and every link but the last must
-//      lead to a `KeyValueObservable` class. A subscript of an array, an
-//      existential link, a computed property of a type no observable
-//      property has: refused here, never evaluated. When the root class's
-//      name table names all its observable properties (DeclaredKeyPaths.swift,
-//      as `@KeyValueObservable` writes it), a one-link key path must also
-//      equal (`==`) one of their key paths: a computed property or subscript
-//      of the same type as one is refused here too. Without a complete table,
-//      or for a chain, such a computed property passes this step and is read
-//      once in the next: its getter runs;
-//   3. the identity: only then is the key path read once while the wrapper
-//      getters on the way record their property and the key path the
-//      compiler wrote for it (KeyPathProbe.swift), and the user's key path
-//      must be exactly those key paths composed: compared with `==` after
-//      rerooting (for plain chains) or accessor by accessor (for optional
-//      chains, which cannot be rebuilt by appending). A computed property
-//      that reads an observable property of the same type is not it, and is
-//      refused.
+// (`@Observed`/`@ObservedArray`/`@ObservedSet`, inherited too: `\Derived.name`
+// names `Base.name`), a declared dependent key, or a chain whose every link
+// is one of those. This is decided in three steps, the first two without
+// running any getter:
+//   1. the shape (KeyPathShape.swift, read from the key path's component
+//      buffer): a `!` link is refused (it would trap on nil); a stored
+//      component (a plain `let`/`var`) and a subscript are refused; what is
+//      left is computed components, each with its identity, and `?` marks;
+//   2. the declarations: each component's value type must be the value type
+//      of an observable property the class the previous link leads to
+//      declares (ObservableDeclarations.swift), every link but the last must
+//      lead to a `KeyValueObservable` class, and the component's identity
+//      must not be known to be something else (ObservableComponents.swift:
+//      a complete name table, as `@KeyValueObservable` writes it, or the
+//      reports of all the class's wrappers, say which identities are its
+//      properties). A computed property of the same type as a property is
+//      refused here when its class is known; only when it is not (no
+//      complete table, wrappers not all reported yet) does it pass to the
+//      next step, where its getter runs;
+//   3. the identity: the key path is read once while the wrapper getters on
+//      the way record their property and the key path the compiler wrote for
+//      it (KeyPathProbe.swift), and the user's key path must be exactly those
+//      key paths composed: compared with `==` after rerooting (for plain
+//      chains) or component by component (for optional chains, which cannot
+//      be rebuilt by appending). A computed property that reads an
+//      observable property of the same type is not it, and is refused. Past
+//      a nil optional link there is nothing to read: each link there is
+//      decided by its class's table, and a link of a class without one is
+//      decided when an object appears (such a registration is not cached).
 // A key path declared in `dependentKeyPaths` is a dependent key. A subclass
 // key path whose property the subclass overrides (`\Employee.name` with
 // `override var name { didSet { … } }`) reads the base property's storage
@@ -156,7 +158,7 @@ enum KeyPathRegistry {
         _ keyPath: KeyPath<Root, Value>, on object: Root
     ) throws(KVOError) -> (ResolvedKeyPath, isFinal: Bool) {
         let shape = KeyPathShape(of: keyPath)
-        if shape == .forceUnwrapped { throw .forceUnwrappedKeyPath }
+        if shape.isForceUnwrapped { throw .forceUnwrappedKeyPath }
         if let dependent = try Dependencies.dependentKey(for: keyPath, on: object) {
             guard dependent.valueType == Value.self else { throw refusal(keyPath, "its value type") }
             let resolved = ResolvedKeyPath(
@@ -165,7 +167,7 @@ enum KeyPathRegistry {
         }
         let links = try declaredLinks(of: keyPath, shape: shape)
         let records = Probe.run { _ = object[keyPath: keyPath] }
-        learn(records)
+        ObservableComponents.learn(records)
         guard let first = records.first, first.object === object else {
             throw refusal(keyPath, "it reads no observable property of the object")
         }
@@ -213,30 +215,26 @@ enum KeyPathRegistry {
         case .links(let found): links = found
         case .forceUnwrapped: throw .forceUnwrappedKeyPath
         case .notObservable(let part):
-            throw refusal(keyPath, "`\(part)` is not an @Observed or @ObservedArray property")
+            throw refusal(keyPath, "it holds \(part), not only observable properties")
         }
         var owner: Any.Type = type(of: keyPath).rootType
-        if links.count == 1, let declared = DeclaredKeyPaths.keyPaths(of: owner),
-            !declared.contains(keyPath)
-        {
-            throw refusal(
-                keyPath,
-                "none of the observable properties \(_typeName(owner, qualified: false)).observableKeyPaths names")
-        }
+        // Past a `?` link, whether a link is read depends on the object: only
+        // a table decides there (see ObservableComponents.verdict).
+        var isAlwaysRead = true
         for (index, link) in links.enumerated() {
-            guard
-                let valueType = ObservableDeclarations.declares(
-                    owner, valueTypeNamed: link.valueTypeName)
+            let ownerName = _typeName(owner, qualified: false)
+            guard ObservableDeclarations.declares(owner, valueType: link.valueType),
+                ObservableComponents.verdict(of: link.id, in: owner, reports: isAlwaysRead) != .notProperty
             else {
                 throw refusal(
                     keyPath,
-                    "link \(index + 1) (\(link.valueTypeName)) is not an observable property "
-                        + "of \(_typeName(owner, qualified: false))")
+                    "link \(index + 1) (\(link.valueTypeName)) is not an observable property of \(ownerName)")
             }
             guard index < links.count - 1 else { break }
-            var next = valueType
-            if link.isOptionalChained, let optional = valueType as? any OptionalValue.Type {
+            var next = link.valueType
+            if link.isOptionalChained, let optional = next as? any OptionalValue.Type {
                 next = optional.wrappedType
+                isAlwaysRead = false
             }
             guard next is any KeyValueObservable.Type else {
                 throw refusal(
@@ -282,8 +280,9 @@ enum KeyPathRegistry {
     enum ChainMatch {
         /// Every link is the property recorded for it.
         case exact
-        /// The records match every link up to a nil optional link; `isKnown`
-        /// when the links past it are accessors of properties seen before.
+        /// The records match every link up to a nil optional link, and no
+        /// link past it is known not to be an observable property; `isKnown`
+        /// when each is known to be one (rather than not known yet).
         case cutShort(isKnown: Bool)
         /// Link `index` is not the property read there.
         case mismatch(index: Int)
@@ -294,7 +293,7 @@ enum KeyPathRegistry {
     /// A chain without `?` is compared whole with ``denotes(_:_:)`` (`==`
     /// after rerooting, so a subclass-typed link names its base property).
     /// An optional chain cannot be rebuilt by appending: it is compared link
-    /// by link, by accessor, and a nil link may cut the reading short.
+    /// by link, by component identity, and a nil link may cut the reading short.
     static func chainMatch(
         _ records: [ProbeRecord], _ links: [KeyPathLink], keyPath: AnyKeyPath
     ) -> ChainMatch {
@@ -306,7 +305,7 @@ enum KeyPathRegistry {
         }
         guard records.count <= links.count else { return .mismatch(index: links.count - 1) }
         for (index, record) in records.enumerated()
-        where KeyPathShape.singleLink(of: record.keyPath)?.accessor != links[index].accessor {
+        where KeyPathShape.singleLink(of: record.keyPath)?.id != links[index].id {
             return .mismatch(index: index)
         }
         guard isLinked(records) else { return .mismatch(index: records.count - 1) }
@@ -317,24 +316,23 @@ enum KeyPathRegistry {
             Mirror(reflecting: cutValue).displayStyle == .optional,
             Mirror(reflecting: cutValue).children.isEmpty  // nil
         else { return .mismatch(index: records.count) }
-        let isKnown = learnedAccessors.withLock { learned in
-            links[records.count...].allSatisfy { learned[$0.accessor] != nil }
+        // Past the nil link there is no object to read: each link is decided
+        // by the declarations of the class the link before it leads to.
+        // A link of a class whose observable properties are not all known
+        // (no complete table, wrappers not all read yet) is decided when an
+        // object to read appears: the registration is not cached.
+        var owner: Any.Type = records[records.count - 1].property.valueType
+        var isKnown = true
+        for index in records.count..<links.count {
+            if let optional = owner as? any OptionalValue.Type { owner = optional.wrappedType }
+            switch ObservableComponents.verdict(of: links[index].id, in: owner, reports: false) {
+            case .property: break
+            case .notProperty: return .mismatch(index: index)
+            case .unknown: isKnown = false
+            }
+            owner = links[index].valueType
         }
         return .cutShort(isKnown: isKnown)
-    }
-
-    /// The accessors of observable properties recorded so far (each
-    /// property's own key path's one component), and their properties: what a
-    /// link past a nil optional link is checked against when there is no
-    /// object to read, and how a key path is spelled by name.
-    private static let learnedAccessors = LockedState([UInt: PropertyKey]())
-
-    /// Files the accessors of `records`' properties (registration path).
-    static func learn(_ records: [ProbeRecord]) {
-        let learned = records.compactMap { record in
-            KeyPathShape.singleLink(of: record.keyPath).map { ($0.accessor, record.property) }
-        }
-        learnedAccessors.withLock { $0.merge(learned) { first, _ in first } }
     }
 
     /// `keyPath` spelled with the names of its properties (`\Folder.account?.name`)
@@ -343,7 +341,7 @@ enum KeyPathRegistry {
     static func spelling(of keyPath: AnyKeyPath) -> String {
         let root = "\\" + _typeName(type(of: keyPath).rootType, qualified: false)
         guard case .links(let links) = KeyPathShape(of: keyPath) else { return keyPath.debugDescription }
-        let names = learnedAccessors.withLock { learned in links.map { learned[$0.accessor]?.name } }
+        let names = links.map { ObservableComponents.name(of: $0.id) }
         return zip(links, names).reduce(root) { text, link in
             text + "." + (link.1 ?? "<\(link.0.valueTypeName)>") + (link.0.isOptionalChained ? "?" : "")
         }

@@ -1,115 +1,180 @@
 //
 // KeyPathShape.swift — the components of a key path, read without evaluating it.
 //
-// The standard library spells every component of a key path in its
-// `debugDescription`: a stored property by name, a computed property or
-// subscript as `<computed 0xADDRESS (ValueType)>` (the address of the
-// accessor the component calls), an optional chain as `?` and a force-unwrap
-// as `!`. An `@Observed` property is a computed property (the wrapper's
-// accessors), so an observable key path is made only of computed components
-// and `?` marks. Reading the description runs no getter: it can never trap,
+// A key path object carries its components in a buffer whose layout is part
+// of the Swift ABI (key paths built in one module are instantiated and
+// compared by the runtime of another; see `KeyPath.h` in the Swift ABI
+// headers): a 32-bit buffer header (size and flags), then each component as
+// a 32-bit header (a kind and its payload) followed by its fields, with the
+// metadata of the component's value type between one component and the
+// next. An `@Observed` property is a computed component (the wrapper's
+// accessors) whose identity is the word the runtime compares for `==`: the
+// property's getter for a final property, its method descriptor for an
+// overridable one. Reading the buffer runs no getter: it can never trap,
 // whatever the key path would do on a live object.
 //
-// Two components with the same accessor address are the same accessor; the
-// value type tells which declared property a component can possibly be
-// before anything is evaluated (see KeyPathRegistry.swift).
+// A buffer this reader does not fully understand (an unknown kind, sizes that
+// do not add up) is "not observable": never guessed at, never evaluated.
+
+/// A computed component's identity: what key path `==` compares.
+struct KeyPathComponentID: Hashable {
+    /// The identifying word (a getter's or method descriptor's address, or
+    /// an offset, as `kind` says).
+    let value: UInt
+    /// How `value` identifies the property (the component header's ID bits).
+    let kind: UInt32
+}
 
 /// One computed component of a key path.
-struct KeyPathLink: Hashable {
-    /// The address of the accessor the component calls.
-    let accessor: UInt
-    /// The component's value type, as the standard library prints it.
-    let valueTypeName: String
+struct KeyPathLink {
+    /// The accessor's identity.
+    let id: KeyPathComponentID
+    /// The component's value type.
+    let valueType: Any.Type
     /// Whether an optional chain (`?`) follows the component.
     let isOptionalChained: Bool
+
+    /// The value type as written in messages.
+    var valueTypeName: String { _typeName(valueType, qualified: false) }
 }
 
 /// The components of a key path, or why it cannot be observed.
-enum KeyPathShape: Equatable {
-    /// Only computed components and optional chains: possibly observable.
+enum KeyPathShape {
+    /// Only computed components without arguments and optional chains:
+    /// possibly observable.
     case links([KeyPathLink])
     /// A force-unwrap (`!`): it would trap whenever the link is nil.
     case forceUnwrapped
-    /// A component that is not a computed property (a stored `let`/`var`
-    /// without `@Observed`, a tuple element) or a description this reader does
-    /// not know: never observable. The payload names it.
+    /// A component that is no property: the payload says what it is (a
+    /// subscript, a stored `let`/`var` without `@Observed`, a tuple element,
+    /// a buffer this reader does not know).
     case notObservable(String)
 
-    /// Reads the shape of `keyPath` from its description.
-    init(of keyPath: AnyKeyPath) {
-        let description = keyPath.debugDescription
-        let rootName = _typeName(type(of: keyPath).rootType, qualified: false)
-        let prefix = "\\" + rootName
-        guard description.hasPrefix(prefix) else {
-            self = .notObservable(description)
-            return
-        }
-        var rest = description.dropFirst(prefix.count)
-        var links: [KeyPathLink] = []
-        while let first = rest.first {
-            switch first {
-            case "?":
-                guard let last = links.popLast() else {
-                    self = .notObservable(description)
-                    return
-                }
-                links.append(
-                    KeyPathLink(
-                        accessor: last.accessor, valueTypeName: last.valueTypeName,
-                        isOptionalChained: true))
-                rest = rest.dropFirst()
-            case "!":
-                self = .forceUnwrapped
-                return
-            case ".":
-                rest = rest.dropFirst()
-                guard let link = Self.computedComponent(&rest) else {
-                    let name = rest.prefix { $0 != "." && $0 != "?" && $0 != "!" }
-                    self = .notObservable(String(name))
-                    return
-                }
-                links.append(link)
-            default:
-                self = .notObservable(description)
-                return
-            }
-        }
-        self = links.isEmpty ? .notObservable(description) : .links(links)
+    var isForceUnwrapped: Bool {
+        if case .forceUnwrapped = self { return true }
+        return false
     }
 
-    /// Reads `<computed 0xADDRESS (Type)>` off the front of `text`.
-    private static func computedComponent(_ text: inout Substring) -> KeyPathLink? {
-        let opening = "<computed 0x"
-        guard text.hasPrefix(opening) else { return nil }
-        var cursor = text.dropFirst(opening.count)
-        let hex = cursor.prefix { $0.isHexDigit }
-        guard let accessor = UInt(hex, radix: 16) else { return nil }
-        cursor = cursor.dropFirst(hex.count)
-        guard cursor.hasPrefix(" (") else { return nil }
-        cursor = cursor.dropFirst(2)
-        // The type name runs to the parenthesis that closes the one opened
-        // above (type names may hold parentheses of their own: tuples, functions).
-        var depth = 1
-        var end = cursor.startIndex
-        while end < cursor.endIndex {
-            if cursor[end] == "(" { depth += 1 }
-            if cursor[end] == ")" {
-                depth -= 1
-                if depth == 0 { break }
-            }
-            end = cursor.index(after: end)
+    /// Reads the shape of `keyPath` from its component buffer.
+    init(of keyPath: AnyKeyPath) {
+        self = withExtendedLifetime(keyPath) {
+            var reader = ComponentReader(keyPath)
+            return reader.read(root: type(of: keyPath).rootType, finalValueType: type(of: keyPath).valueType)
         }
-        guard end < cursor.endIndex else { return nil }
-        let typeName = String(cursor[cursor.startIndex..<end])
-        cursor = cursor[cursor.index(after: end)...]
-        guard cursor.first == ">" else { return nil }
-        text = cursor.dropFirst()
-        return KeyPathLink(accessor: accessor, valueTypeName: typeName, isOptionalChained: false)
     }
 
     /// The one computed component of a property's own key path (`\Account.name`).
     static func singleLink(of keyPath: AnyKeyPath) -> KeyPathLink? {
         guard case .links(let links) = KeyPathShape(of: keyPath), links.count == 1 else { return nil }
         return links[0]
+    }
+}
+
+/// Walks a key path's component buffer (the constants are the Swift ABI's
+/// `_SwiftKeyPath*` values).
+private struct ComponentReader {
+    private static let bufferSizeMask: UInt32 = 0x00FF_FFFF
+    private static let kindShift: UInt32 = 24
+    private static let kindMask: UInt32 = 0x7F
+    private static let structStored: UInt32 = 1
+    private static let computed: UInt32 = 2
+    private static let classStored: UInt32 = 3
+    private static let optional: UInt32 = 4
+    private static let storedPayloadMask: UInt32 = 0x007F_FFFF
+    private static let maximumInlineOffset: UInt32 = 0x007F_FFFC
+    private static let settable: UInt32 = 0x0040_0000
+    private static let idKinds: UInt32 = 0x0030_0000
+    private static let hasArguments: UInt32 = 0x0008_0000
+    private static let optionalChain: UInt32 = 0
+    private static let optionalWrap: UInt32 = 1
+    private static let optionalForce: UInt32 = 2
+
+    private var cursor: UnsafeRawPointer
+    private let end: UnsafeRawPointer
+
+    init(_ keyPath: AnyKeyPath) {
+        // The buffer follows the object's header (metadata and reference
+        // counts) and `AnyKeyPath`'s one stored property.
+        let object = UnsafeRawPointer(Unmanaged.passUnretained(keyPath).toOpaque())
+        let buffer = object + 2 * MemoryLayout<Int>.size + MemoryLayout<UnsafeRawPointer?>.size
+        let size = Int(buffer.load(as: UInt32.self) & Self.bufferSizeMask)
+        cursor = buffer + MemoryLayout<Int>.size
+        end = cursor + size
+    }
+
+    mutating func read(root: Any.Type, finalValueType: Any.Type) -> KeyPathShape {
+        var links: [KeyPathLink] = []
+        var owner = root
+        var pendingID: KeyPathComponentID?
+        while cursor < end {
+            guard let header = take(UInt32.self) else { return .notObservable("an unreadable key path") }
+            let payload = header & Self.storedPayloadMask
+            switch (header >> Self.kindShift) & Self.kindMask {
+            case Self.structStored, Self.classStored:
+                return .notObservable("a stored property that is not @Observed")
+            case Self.computed:
+                // Arguments are a subscript's indices, or the generic
+                // arguments of a generic class captured where the key path
+                // was written: a subscript unless the class is generic (where
+                // the identity decides, see ObservableComponents.swift).
+                let hasArguments = header & Self.hasArguments != 0
+                guard !hasArguments || (owner as? AnyClass).map(AccessorOverrides.isGeneric) == true else {
+                    return .notObservable("a subscript")
+                }
+                align()
+                // The identity, the getter and, when settable, the setter.
+                guard let id = take(UInt.self), take(UInt.self) != nil,
+                    header & Self.settable == 0 || take(UInt.self) != nil,
+                    id != 0 || header & Self.idKinds != 0
+                else { return .notObservable("an unreadable key path") }
+                if hasArguments {
+                    // Their size, their witnesses, then the arguments themselves.
+                    guard let size = take(Int.self), take(UInt.self) != nil, size >= 0, end - cursor >= size
+                    else { return .notObservable("an unreadable key path") }
+                    cursor += size
+                }
+                pendingID = KeyPathComponentID(value: id, kind: header & Self.idKinds)
+            case Self.optional where payload == Self.optionalChain:
+                guard let last = links.popLast() else { return .notObservable("an unreadable key path") }
+                links.append(KeyPathLink(id: last.id, valueType: last.valueType, isOptionalChained: true))
+            case Self.optional where payload == Self.optionalWrap:
+                break
+            case Self.optional where payload == Self.optionalForce:
+                return .forceUnwrapped
+            default:
+                return .notObservable("an unreadable key path")
+            }
+            // Between components: the metadata of the value type of the one just read.
+            let valueType: Any.Type
+            if cursor < end {
+                align()
+                guard let word = take(UInt.self), let metadata = UnsafeRawPointer(bitPattern: word) else {
+                    return .notObservable("an unreadable key path")
+                }
+                valueType = unsafeBitCast(metadata, to: Any.Type.self)
+            } else {
+                valueType = finalValueType
+            }
+            if let id = pendingID {
+                links.append(KeyPathLink(id: id, valueType: valueType, isOptionalChained: false))
+                pendingID = nil
+            }
+            owner = valueType
+        }
+        guard cursor == end, !links.isEmpty else { return .notObservable("an unreadable key path") }
+        return .links(links)
+    }
+
+    /// The next `T`, or `nil` past the end of the buffer.
+    private mutating func take<T>(_: T.Type) -> T? {
+        guard end - cursor >= MemoryLayout<T>.size else { return nil }
+        let value = cursor.loadUnaligned(as: T.self)
+        cursor += MemoryLayout<T>.size
+        return value
+    }
+
+    private mutating func align() {
+        let mask = UInt(MemoryLayout<Int>.alignment - 1)
+        cursor = UnsafeRawPointer(bitPattern: (UInt(bitPattern: cursor) + mask) & ~mask)!
     }
 }

@@ -63,10 +63,10 @@ enum ObservableDeclarations {
         }
     }
 
-    /// Whether a component whose value type prints as `typeName` can be one of
-    /// the observable properties of `type`.
-    static func declares(_ type: Any.Type, valueTypeNamed typeName: String) -> Any.Type? {
-        of(type).first { _typeName($0.valueType, qualified: false) == typeName }?.valueType
+    /// Whether a component whose value type is `valueType` can be one of the
+    /// observable properties of `type`.
+    static func declares(_ type: Any.Type, valueType: Any.Type) -> Bool {
+        of(type).contains { $0.valueType == valueType }
     }
 }
 

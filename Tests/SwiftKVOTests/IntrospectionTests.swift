@@ -47,7 +47,7 @@ import Testing
             _ = try folder.observe(\.account?.upperName) { _, _ in }
             Issue.record("a computed leaf was accepted")
         } catch {
-            #expect(error.detail?.hasPrefix("\\Folder.account?.<String>?") == true, "\(error)")
+            #expect(error.detail?.hasPrefix("\\Folder.account?.<String>:") == true, "\(error)")
         }
     }
 

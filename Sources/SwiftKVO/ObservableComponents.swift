@@ -1,0 +1,161 @@
+//
+// ObservableComponents.swift — which key path components are observable
+// properties, known without evaluating anything.
+//
+// A computed component is identified by the word key path `==` compares
+// (KeyPathShape.swift). Two sources say which identities are observable
+// properties of a class:
+//   - its name table, when complete (DeclaredKeyPaths.swift): every
+//     observable property's own key path, so every other component of the
+//     class (a computed property, an override's accessor) is known not to be;
+//   - its wrappers: each `@Observed`/`@ObservedArray`/`@ObservedSet` getter
+//     reports its property's own key path when read under the probe
+//     (KeyPathProbe.swift). Once every declared wrapper of a class without
+//     overrides or generic parameters has reported, the class is as good as
+//     tabled.
+// A component neither source knows is `unknown`: the registry reads it once
+// under the probe (its getter runs), the one evaluation left, and only for a
+// class with no complete table whose wrappers have not all been read yet.
+
+/// What the registry knows of one component, before evaluating anything.
+enum ComponentVerdict {
+    /// One of the class's observable properties (or an inherited one).
+    case property
+    /// Known not to be one: a computed property, a subscript, an override.
+    case notProperty
+    /// Not known yet (a class with no complete table).
+    case unknown
+}
+
+enum ObservableComponents {
+    /// A property whose accessor identity was reported or declared.
+    struct Known {
+        let name: String
+        let declaringClass: ObjectIdentifier
+    }
+
+    private struct State {
+        /// Every property identity learned so far, process-wide.
+        var known: [KeyPathComponentID: Known] = [:]
+        /// Classes whose complete name table gives every observable
+        /// property's identity.
+        var tabled: [ObjectIdentifier: Set<KeyPathComponentID>] = [:]
+        /// Classes without one whose wrappers have all reported theirs.
+        var reported: [ObjectIdentifier: Set<KeyPathComponentID>] = [:]
+        /// Classes checked and found without a usable table.
+        var untabled: Set<ObjectIdentifier> = []
+    }
+
+    private static let state = LockedState(State())
+
+    /// Whether `id` is an observable property of `owner` (registration path).
+    ///
+    /// - Parameter reports: Whether wrappers' reports may complete what a
+    ///   missing table does not say. They decide exactly as reading the key
+    ///   path would, without running its getter, where there is an object to
+    ///   read; where there is none (past a nil link), only a table decides,
+    ///   so that the outcome never depends on what was read before.
+    static func verdict(
+        of id: KeyPathComponentID, in owner: Any.Type, reports: Bool = true
+    ) -> ComponentVerdict {
+        if let ids = completeIdentities(of: owner, reports: reports) {
+            return ids.contains(id) ? .property : .notProperty
+        }
+        return state.withLock { state in
+            guard let known = state.known[id], isClass(owner, orSubclassOf: known.declaringClass)
+            else { return .unknown }
+            return .property
+        }
+    }
+
+    /// The name of the property `id` identifies, when known.
+    static func name(of id: KeyPathComponentID) -> String? {
+        state.withLock { $0.known[id]?.name }
+    }
+
+    /// Files what the wrappers read under the probe reported.
+    static func learn(_ records: [ProbeRecord]) {
+        let reported = records.compactMap { record -> (KeyPathComponentID, Known)? in
+            guard let link = KeyPathShape.singleLink(of: record.keyPath),
+                let declaring = record.property.declaringClass
+            else { return nil }
+            return (link.id, Known(name: record.property.name, declaringClass: ObjectIdentifier(declaring)))
+        }
+        guard !reported.isEmpty else { return }
+        state.withLock { $0.known.merge(reported) { first, _ in first } }
+    }
+
+    /// The identities of every observable property of `owner`, when all are
+    /// known; `nil` otherwise.
+    private static func completeIdentities(of owner: Any.Type, reports: Bool) -> Set<KeyPathComponentID>? {
+        let id = ObjectIdentifier(owner)
+        if let ids = state.withLock({ $0.tabled[id] ?? (reports ? $0.reported[id] : nil) }) { return ids }
+        if let table = tableIdentities(of: owner) {
+            state.withLock { state in
+                state.known.merge(table.known) { first, _ in first }
+                state.tabled[id] = table.ids
+            }
+            return table.ids
+        }
+        return reports ? reportedIdentities(of: owner) : nil
+    }
+
+    /// The identities the name table of `owner` declares, when complete.
+    private static func tableIdentities(
+        of owner: Any.Type
+    ) -> (ids: Set<KeyPathComponentID>, known: [KeyPathComponentID: Known])? {
+        if state.withLock({ $0.untabled.contains(ObjectIdentifier(owner)) }) { return nil }
+        guard let keyPaths = DeclaredKeyPaths.keyPaths(of: owner) else {
+            state.withLock { _ = $0.untabled.insert(ObjectIdentifier(owner)) }
+            return nil
+        }
+        var ids = Set<KeyPathComponentID>()
+        var known: [KeyPathComponentID: Known] = [:]
+        for (keyPath, declaration) in zip(keyPaths, ObservableDeclarations.of(owner)) {
+            guard let link = KeyPathShape.singleLink(of: keyPath) else { return nil }
+            ids.insert(link.id)
+            known[link.id] = Known(
+                name: declaration.name, declaringClass: ObjectIdentifier(declaration.declaringClass))
+        }
+        return (ids, known)
+    }
+
+    /// The identities the wrappers of `owner` have reported, when every one
+    /// of its declared wrappers has (and nothing overrides an accessor, which
+    /// would be a component of its own no report names).
+    private static func reportedIdentities(of owner: Any.Type) -> Set<KeyPathComponentID>? {
+        guard let ownerClass = owner as? AnyClass else { return nil }
+        let declarations = ObservableDeclarations.of(ownerClass)
+        guard !declarations.isEmpty else { return nil }
+        let found: Set<KeyPathComponentID>? = state.withLock { state in
+            var ids = Set<KeyPathComponentID>()
+            for declaration in declarations {
+                let declaring = ObjectIdentifier(declaration.declaringClass)
+                guard
+                    let id = state.known.first(where: {
+                        $0.value.declaringClass == declaring && $0.value.name == declaration.name
+                    })?.key
+                else { return nil }
+                ids.insert(id)
+            }
+            return ids
+        }
+        guard let ids = found, !AccessorOverrides.isGeneric(ownerClass),
+            !declarations.contains(where: {
+                AccessorOverrides.isGeneric($0.declaringClass)
+                    || AccessorOverrides.exist(in: ownerClass, of: $0.declaringClass)
+            })
+        else { return nil }
+        state.withLock { $0.reported[ObjectIdentifier(owner)] = ids }
+        return ids
+    }
+
+    private static func isClass(_ type: Any.Type, orSubclassOf ancestor: ObjectIdentifier) -> Bool {
+        var current: AnyClass? = type as? AnyClass
+        while let candidate = current {
+            if ObjectIdentifier(candidate) == ancestor { return true }
+            current = _getSuperclass(candidate)
+        }
+        return false
+    }
+}

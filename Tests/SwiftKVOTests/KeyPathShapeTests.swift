@@ -1,0 +1,92 @@
+import Testing
+
+@testable import SwiftKVO
+
+// The component reader (KeyPathShape.swift) against key paths whose shape is
+// known: it must agree with key path `==` on identity, tell subscripts and
+// stored properties from properties, and never guess. Run in the release
+// build too (`make unit-release`), where key path literals get thunks of
+// their own.
+
+private final class ShapeWallet: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var balance = 0.0
+    var cents: Double { balance * 100 }
+    let fixed = 1
+}
+
+private class ShapeOwner: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var wallet: ShapeWallet?
+    @Observed var name = ""
+    var items: [Int] = []
+    subscript(index: Int) -> Int { items[index] }
+}
+
+private final class ShapeHeir: ShapeOwner, @unchecked Sendable {
+    override var name: String {
+        get { super.name.uppercased() }
+        set { super.name = newValue }
+    }
+}
+
+private final class ShapeBox<Tag>: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var value = 0
+    static var valueKeyPath: AnyKeyPath { \ShapeBox<Tag>.value }
+}
+
+private func links(_ keyPath: AnyKeyPath) -> [KeyPathLink]? {
+    if case .links(let links) = KeyPathShape(of: keyPath) { return links }
+    return nil
+}
+
+private func refusal(_ keyPath: AnyKeyPath) -> String? {
+    if case .notObservable(let what) = KeyPathShape(of: keyPath) { return what }
+    return nil
+}
+
+@Suite struct KeyPathShapeTests {
+    @Test func equalKeyPathsHaveEqualIdentities() throws {
+        let one = try #require(KeyPathShape.singleLink(of: \ShapeWallet.balance))
+        let two = try #require(KeyPathShape.singleLink(of: \ShapeWallet.balance))
+        let other = try #require(KeyPathShape.singleLink(of: \ShapeWallet.cents))
+        #expect(one.id == two.id)
+        #expect(one.id != other.id)
+        #expect(ObjectIdentifier(one.valueType) == ObjectIdentifier(Double.self))
+        #expect(one.isOptionalChained == false)
+    }
+
+    @Test func anInheritedPropertyKeepsItsIdentityAndAnOverrideHasItsOwn() throws {
+        let base = try #require(KeyPathShape.singleLink(of: \ShapeOwner.name))
+        let override = try #require(KeyPathShape.singleLink(of: \ShapeHeir.name))
+        #expect(base.id != override.id)
+        let inherited = try #require(KeyPathShape.singleLink(of: \ShapeHeir.wallet))
+        #expect(inherited.id == KeyPathShape.singleLink(of: \ShapeOwner.wallet)?.id)
+    }
+
+    @Test func anOptionalChainIsReadLinkByLink() throws {
+        let chain = try #require(links(\ShapeOwner.wallet?.balance))
+        #expect(chain.count == 2)
+        #expect(chain[0].isOptionalChained)
+        #expect(ObjectIdentifier(chain[0].valueType) == ObjectIdentifier(Optional<ShapeWallet>.self))
+        #expect(chain[1].isOptionalChained == false)
+        #expect(ObjectIdentifier(chain[1].valueType) == ObjectIdentifier(Double.self))
+        #expect(chain[0].id == KeyPathShape.singleLink(of: \ShapeOwner.wallet)?.id)
+        #expect(chain[1].id == KeyPathShape.singleLink(of: \ShapeWallet.balance)?.id)
+    }
+
+    @Test func subscriptsStoredPropertiesAndForceUnwrapsAreNotLinks() {
+        #expect(refusal(\ShapeOwner.[0]) == "a subscript")
+        #expect(refusal(\ShapeWallet.fixed) == "a stored property that is not @Observed")
+        #expect(KeyPathShape(of: \ShapeOwner.wallet!.balance).isForceUnwrapped)
+    }
+
+    @Test func aGenericClassPropertyWrittenInAGenericContextIsALink() throws {
+        // Its component carries the generic arguments, like a subscript's indices.
+        let inContext = try #require(KeyPathShape.singleLink(of: ShapeBox<Int>.valueKeyPath))
+        let concrete = try #require(KeyPathShape.singleLink(of: \ShapeBox<Int>.value))
+        #expect(inContext.id == concrete.id)
+        #expect(ShapeBox<Int>.valueKeyPath == \ShapeBox<Int>.value)
+    }
+}
