@@ -150,6 +150,7 @@ enum Dependencies {
             guard let maker = keyPath as? any DependentKeyMaking else { return nil }
             let key = Engine.intern(EngineKeyName.dependent(keyPath))
             guard key != 0 else { throw .outOfMemory }
+            EngineKeyDescriptions.file(key, name: name(of: declaration, on: Root.self), isDependentKey: true)
             dependent = maker.makeDependentKey(key: key)
         }
         return state.withLock { state in
@@ -205,6 +206,13 @@ enum Dependencies {
     /// `nil` otherwise. Setters call this: it evaluates nothing.
     private static func sourceKey(_ source: AnyKeyPath, in state: State) -> EngineKey? {
         state.keys[source]?.key ?? state.sources[source]
+    }
+
+    /// What the dependent key declared as `declaration` is called: its name
+    /// in the class's name table, or else its key path spelled out.
+    private static func name<Root: KeyValueObservable>(of declaration: AnyKeyPath, on _: Root.Type) -> String {
+        Root.observableKeyPaths.first { $0.value == declaration }?.key
+            ?? KeyPathRegistry.spelling(of: declaration)
     }
 
     /// Refuses a dependent key with a source that could never announce it:

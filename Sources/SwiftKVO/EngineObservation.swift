@@ -31,6 +31,10 @@ class EngineObservation: @unchecked Sendable {
         self.deliver = deliver
     }
 
+    /// Who registers the box, as an object's listing of observations shows
+    /// it (read once, at registration).
+    var observerKind: ObservationSummary.Observer { .token }
+
     /// Whether the box keeps its token (``SelfRemovingObservation``): only
     /// then does its registration record where `ckvo_observe` writes it.
     var keepsToken: Bool { false }

@@ -39,6 +39,8 @@ struct KVOControllerRemoval {
 /// the controller's lock.
 @usableFromInline
 class KVOControllerEntry: SelfRemovingObservation, @unchecked Sendable {
+    override var observerKind: ObservationSummary.Observer { .controller }
+
     // Where the entry is filed: the observed object's address, its key, and
     // the controller's table. Written once by `file(address:key:records:)`.
     @exclusivity(unchecked) private(set) var address: UInt = 0

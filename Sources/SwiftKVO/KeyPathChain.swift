@@ -143,13 +143,13 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
     private func makeStructuralBox() -> EngineObservation {
         // The box holds the chain strongly (the chain holds only tokens, no
         // cycle): it lives until the engine released every box.
-        SelfRemovingObservation { change, box in
+        ChainLinkObservation { change, box in
             self.structuralChange(change, box: unsafeDowncast(box, to: SelfRemovingObservation.self))
         }
     }
 
     private func makeLeafBox() -> EngineObservation {
-        SelfRemovingObservation { change, box in
+        ChainLinkObservation { change, box in
             self.leafChange(change, box: unsafeDowncast(box, to: SelfRemovingObservation.self))
         }
     }
@@ -291,4 +291,9 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         }
         if let failure { throw failure }
     }
+}
+
+/// The box of one link of a chain (listed as a chain's).
+private final class ChainLinkObservation: SelfRemovingObservation, @unchecked Sendable {
+    override var observerKind: ObservationSummary.Observer { .chain }
 }

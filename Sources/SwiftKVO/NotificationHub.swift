@@ -449,6 +449,8 @@ public struct NotificationHub: Sendable {
 /// weakly held observer and the block, read by its delivery function.
 @usableFromInline
 final class HubObservation<Observer: AnyObject>: SelfRemovingObservation, @unchecked Sendable {
+    override var observerKind: ObservationSummary.Observer { .hub }
+
     /// Written once, by the initializer: reads skip the dynamic exclusivity
     /// check and load the reference in place (a weak reference inside a
     /// struct field would be copied out, and the copy destroyed, on every
@@ -485,6 +487,8 @@ final class HubObservation<Observer: AnyObject>: SelfRemovingObservation, @unche
 
 /// The box of a token-style ``NotificationHub`` registration (no observer).
 final class HubTokenObservation: EngineObservation, @unchecked Sendable {
+    override var observerKind: ObservationSummary.Observer { .hub }
+
     let block: @Sendable (HubNotification) -> Void
     /// Kept, never read (see `NotificationHub.pin(_:)`).
     let pinnedSender: NotificationHub.SenderPin?

@@ -35,7 +35,9 @@ extension NotificationHub.Name {
         let known = keyIfEverObserved
         if known != 0 { return known }
         guard rawValue.utf8.count <= Self.directLimit else { return LongNames.internedKey(of: rawValue) }
-        return Engine.intern("\(Self.keyPrefix)" + rawValue)
+        let key = Engine.intern("\(Self.keyPrefix)" + rawValue)
+        EngineKeyDescriptions.file(key, name: rawValue)
+        return key
     }
 
     /// The name's engine key if anyone ever observed it, else 0: the post
@@ -175,6 +177,7 @@ enum LongNames {
         if known != 0 { return known }
         let key = Engine.intern("notification-long:\(serial)")
         guard key != 0 else { return 0 }
+        EngineKeyDescriptions.file(key, name: name)
         table.withLock { table in
             guard let index = table.entries[hash]?.firstIndex(where: { $0.serial == serial }) else { return }
             table.entries[hash]![index].key = key

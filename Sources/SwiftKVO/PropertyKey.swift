@@ -91,6 +91,7 @@ enum PropertyRegistry {
             key: key, valueType: Storage.Value.self,
             storageAccess: Storage.storageAccess(in: Object.self, offset: offset),
             declaringClass: Object.self, offset: offset)
+        EngineKeyDescriptions.file(key, name: property.name)
         return properties.withLock { properties in
             if let existing = properties[declaration] { return existing }
             properties[declaration] = property

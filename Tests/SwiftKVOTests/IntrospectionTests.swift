@@ -67,4 +67,72 @@ import Testing
         hub.removeObserver(observer)
         #expect(hub.registrations(of: observer).isEmpty)
     }
+
+    @Test func anObjectListsItsObservationsWithKeyOptionsAndObserver() throws {
+        let account = Account(name: "a")
+        #expect(account.observations.isEmpty)
+        let observer = Observer()
+        let kvo = KVOController(observer: observer)
+        let token = try account.observe(\.name, options: [.new, .old]) { _, _ in }
+        let named = try account.observe(keyPath: "balance", options: [.prior]) { _, _ in }
+        try kvo.observe(account, \.name, options: [.initial]) { _, _, _ in }
+        try NotificationHub.default.addObserver(observer, name: "introspection.sent", object: account) { _, _ in }
+        let listed = account.observations
+        #expect(listed.count == 4)
+        #expect(listed.contains(ObservationSummary(key: "name", isDependentKey: false, options: [.new, .old], observer: .token)))
+        #expect(listed.contains(ObservationSummary(key: "balance", isDependentKey: false, options: [.prior], observer: .token)))
+        #expect(listed.contains(ObservationSummary(key: "name", isDependentKey: false, options: [.initial], observer: .controller)))
+        #expect(listed.contains(ObservationSummary(key: "introspection.sent", isDependentKey: false, options: [.new], observer: .hub)))
+        // Per key, in registration order.
+        #expect(listed.filter { $0.key == "name" }.map(\.observer) == [.token, .controller])
+        #expect(listed.first { $0.observer == .token && $0.key == "name" }?.description == "name [new, old] by token")
+        token.invalidate()
+        named.invalidate()
+        kvo.unobserveAll()
+        NotificationHub.default.removeObserver(observer)
+        #expect(account.observations.isEmpty)
+    }
+
+    @Test func chainLinksAndDependentKeysAreListedWhereTheyAreObserved() throws {
+        let document = Document(account: Account(name: "a"))
+        let chain = try document.observe(\.account.name, options: [.new]) { _, _ in }
+        #expect(document.observations == [ObservationSummary(key: "account", isDependentKey: false, options: [.prior], observer: .chain)])
+        #expect(document.account.observations == [ObservationSummary(key: "name", isDependentKey: false, options: [.new], observer: .chain)])
+        chain.invalidate()
+        #expect(document.observations.isEmpty)
+
+        let person = Person()
+        let full = try person.observe(\.fullName, options: [.new]) { _, _ in }
+        let listed = person.observations
+        #expect(listed.count == 1)
+        #expect(listed.first?.isDependentKey == true)
+        #expect(listed.first?.observer == .token)
+        full.invalidate()
+    }
+
+    @Test func listingRacesRegistrationWithoutBlockingOrLyingAboutKeys() async throws {
+        // Threads register and remove while others list: every listed entry
+        // names a key and an observer this test registered, never more than
+        // are registered at once.
+        let account = Account()
+        let rounds = 2_000
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    for _ in 0..<rounds {
+                        let token = try? account.observe(\.name) { _, _ in }
+                        token?.invalidate()
+                    }
+                }
+            }
+            group.addTask {
+                for _ in 0..<rounds {
+                    let listed = account.observations
+                    #expect(listed.count <= 2)
+                    #expect(listed.allSatisfy { $0.key == "name" && $0.observer == .token })
+                }
+            }
+        }
+        #expect(account.observations.isEmpty)
+    }
 }
