@@ -21,11 +21,24 @@ private final class Leaf: KeyValueObservable, Labelled, @unchecked Sendable {
     var label: String { text }
 }
 
+/// A leaf whose name table is complete: its components are decided from the
+/// table, also past a nil link.
+private final class TabledLeaf: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var text = "a"
+    @Observed var count = 0
+    var shout: String { text.uppercased() }
+    static var observableKeyPaths: [String: AnyKeyPath] {
+        ["text": \TabledLeaf.text, "count": \TabledLeaf.count]
+    }
+}
+
 private class Node: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
     @Observed var title = "n"
     @Observed var leaf = Leaf()
     @Observed var spare: Leaf?
+    @Observed var tabled: TabledLeaf?
     @Observed var tags: [String] = []
     @ObservedArray var items: [Int] = []
     @Observed var tagged: any Labelled = Leaf()
@@ -93,13 +106,19 @@ private let probes: [Probe] = [
     probe("maybe?.leaf.text", \.maybe?.leaf.text),
     probe("maybe?.leaf.shout", \.maybe?.leaf.shout),
     probe("maybe?.spare?.count", \.maybe?.spare?.count),
+    probe("node.tabled?.text", \.node.tabled?.text),
+    probe("node.tabled?.shout", \.node.tabled?.shout),
+    probe("maybe?.tabled?.count", \.maybe?.tabled?.count),
+    probe("maybe?.tabled?.shout", \.maybe?.tabled?.shout),
 ]
 
 /// One random assignment somewhere in the zoo.
 private func mutate(_ root: Root, _ random: inout SplitMix) {
     let nodes = [root.node, root.loud, root.maybe].compactMap { $0 }
     let node = nodes[Int(random.next() % UInt64(nodes.count))]
-    switch random.next() % 12 {
+    switch random.next() % 14 {
+    case 12: node.tabled = random.next() % 2 == 0 ? nil : TabledLeaf()
+    case 13: node.tabled?.text = "b\(random.next() % 5)"
     case 0: node.title = "t\(random.next() % 5)"
     case 1: node.leaf.text = "x\(random.next() % 5)"
     case 2: node.leaf.count += 1
