@@ -25,9 +25,11 @@
 
 /* The state of one listing: where the next found observation goes. */
 struct listing {
-	ckvo_observation_info_t *out;
+	ckvo_observation_info_t *out; /* copied into, when there is no visitor */
 	size_t capacity;
 	size_t count;
+	ckvo_observation_visitor_t visit; /* called instead, inside the section */
+	void *arg;
 };
 
 /* Adds the live observations of `slot` (may be NULL), in registration order. */
@@ -62,9 +64,9 @@ list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
 		/* The fields below were written before the tag went LIVE (observe_locked). */
 		ck_pr_fence_load();
 		CKVO_TSAN_ACQUIRE(obs);
-		if (l->count < l->capacity) {
+		if (l->visit != NULL || l->count < l->capacity) {
 			group = ck_pr_load_ptr(&obs->owner_group);
-			l->out[l->count] = (ckvo_observation_info_t){
+			ckvo_observation_info_t info = {
 				.token = ckvo__token_of(obs, tag),
 				.key = key,
 				.options = ckvo__tag_options(tag),
@@ -72,21 +74,22 @@ list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
 				.callback = entry->callback,
 				.context = entry->context,
 			};
+			if (l->visit != NULL)
+				l->visit(&info, l->arg);
+			else
+				l->out[l->count] = info;
 		}
 		l->count++;
 	}
 }
 
-ckvo_status_t
-ckvo_object_observations(ckvo_hub_t *hub, const void *object, ckvo_observation_info_t *out,
-    size_t capacity, size_t *count)
+/* Lists the observations of `object` into `l`, inside one read section. */
+static ckvo_status_t
+list_object(ckvo_hub_t *hub, const void *object, struct listing *l)
 {
-	struct listing l = { out, capacity, 0 };
 	ck_epoch_record_t *record;
 	uint32_t keys;
 
-	if (hub == NULL || count == NULL || (out == NULL && capacity > 0))
-		return CKVO_EINVAL;
 	record = ckvo__thread_record();
 	if (CKVO_UNLIKELY(record == NULL))
 		return CKVO_ENOMEM;
@@ -97,15 +100,40 @@ ckvo_object_observations(ckvo_hub_t *hub, const void *object, ckvo_observation_i
 		struct ckvo_keyinfo *info = ckvo__key_lookup(hub, key);
 
 		if (object == NULL) {
-			list_slot(&l, ck_pr_load_ptr(&info->wildcard), key);
+			list_slot(l, ck_pr_load_ptr(&info->wildcard), key);
 			continue;
 		}
 		/* Keys observed on no object at all are skipped without a probe. */
 		if (ck_pr_load_64(&info->object_slots) == 0)
 			continue;
-		list_slot(&l, ckvo__slotmap_get(&hub->slots, object, key), key);
+		list_slot(l, ckvo__slotmap_get(&hub->slots, object, key), key);
 	}
 	ckvo__read_end(record);
-	*count = l.count;
 	return CKVO_OK;
+}
+
+ckvo_status_t
+ckvo_object_observations(ckvo_hub_t *hub, const void *object, ckvo_observation_info_t *out,
+    size_t capacity, size_t *count)
+{
+	struct listing l = { .out = out, .capacity = capacity };
+	ckvo_status_t status;
+
+	if (hub == NULL || count == NULL || (out == NULL && capacity > 0))
+		return CKVO_EINVAL;
+	status = list_object(hub, object, &l);
+	if (status == CKVO_OK)
+		*count = l.count;
+	return status;
+}
+
+ckvo_status_t
+ckvo_object_observations_visit(ckvo_hub_t *hub, const void *object,
+    ckvo_observation_visitor_t visit, void *arg)
+{
+	struct listing l = { .visit = visit, .arg = arg };
+
+	if (hub == NULL || visit == NULL)
+		return CKVO_EINVAL;
+	return list_object(hub, object, &l);
 }

@@ -188,8 +188,7 @@ enum Engine {
                     ckvo_observe(
                         hub, object, key,
                         ckvo_options_t(options.rawValue) | CKVO_OPTION_UNIQUE_CONTEXT, owner,
-                        Trampolines.dispatch(for: box.observerKind), unmanaged.toOpaque(),
-                        releaseTrampoline, tokenSlot)
+                        dispatchTrampoline, unmanaged.toOpaque(), releaseTrampoline, tokenSlot)
                 }
                 guard box.keepsToken else { return register() }
                 return EngineRegistrations.registering(box, tokenSlot: tokenSlot, register)
@@ -253,27 +252,15 @@ enum Engine {
     }
 
     /// The live observations of the object at `address` (lock-free; see
-    /// `ckvo_object_observations`).
+    /// `ckvo_object_observations_visit`).
     static func observations(of address: UnsafeRawPointer) -> [ListedObservation] {
-        var capacity = 8
-        while true {
-            var count = 0
-            let listed = [ckvo_observation_info_t](unsafeUninitializedCapacity: capacity) { buffer, initialized in
-                _ = ckvo_object_observations(hub, address, buffer.baseAddress, capacity, &count)
-                initialized = min(count, capacity)
-            }
-            // More appeared since the count was taken: ask again, with room.
-            guard count <= capacity else {
-                capacity = count + count / 2
-                continue
-            }
-            return listed.map { info in
-                ListedObservation(
-                    key: info.key,
-                    options: ObservingOptions(rawValue: info.options & ~CKVO_OPTION_UNIQUE_CONTEXT),
-                    observer: Trampolines.observer(of: info.callback))
-            }
+        var listed: [ListedObservation] = []
+        // Room first: the visitor appends inside the engine's read section.
+        listed.reserveCapacity(8)
+        withUnsafeMutablePointer(to: &listed) { listed in
+            _ = ckvo_object_observations_visit(hub, address, listingVisitor, listed)
         }
+        return listed
     }
 
     /// The engine's name of `key` (for keys this layer did not name).
@@ -544,43 +531,35 @@ extension Optional: OptionalValue {
 
 // MARK: - Trampolines
 
-/// The C callbacks of Swift observations: each borrows the box at +0 (the
-/// engine keeps it alive until after a grace period) and calls its delivery
-/// function, held in a `let`. One per kind of observer, identical but for
-/// their address, so that listing an object's observations tells the kinds
-/// apart without touching a box (ObjectObservations.swift).
-private enum Trampolines {
-    @inline(__always)
-    static func deliver(_ change: UnsafePointer<ckvo_change_t>?, _ context: UnsafeMutableRawPointer?) {
-        // The engine never passes NULL for either.
-        Unmanaged<EngineObservation>.fromOpaque(context.unsafelyUnwrapped)._withUnsafeGuaranteedRef { box in
-            box.deliver(EngineChange(change.unsafelyUnwrapped), box)
-        }
+/// The one C callback for every Swift observation: borrows the box at +0
+/// (the engine keeps it alive until after a grace period) and calls its
+/// delivery function, held in a `let`.
+private let dispatchTrampoline: ckvo_callback_t = { change, context in
+    // The engine never passes NULL for either.
+    Unmanaged<EngineObservation>.fromOpaque(context.unsafelyUnwrapped)._withUnsafeGuaranteedRef { box in
+        box.deliver(EngineChange(change.unsafelyUnwrapped), box)
     }
+}
 
-    static let token: ckvo_callback_t = { deliver($0, $1) }
-    static let controller: ckvo_callback_t = { deliver($0, $1) }
-    static let chain: ckvo_callback_t = { deliver($0, $1) }
-    static let hub: ckvo_callback_t = { deliver($0, $1) }
-
-    static func dispatch(for observer: ObservationSummary.Observer) -> ckvo_callback_t {
-        switch observer {
-        case .token: token
-        case .controller: controller
-        case .chain: chain
-        case .hub: hub
-        }
-    }
-
-    static func observer(of callback: ckvo_callback_t?) -> ObservationSummary.Observer? {
-        guard let callback else { return nil }
-        let address = unsafeBitCast(callback, to: UnsafeRawPointer.self)
-        for observer in [ObservationSummary.Observer.token, .controller, .chain, .hub]
-        where unsafeBitCast(dispatch(for: observer), to: UnsafeRawPointer.self) == address {
-            return observer
-        }
-        return nil
-    }
+/// Files one listed observation into the array `arg` points to. Runs inside
+/// the engine's read section, where the box is alive: it reads who
+/// registered it from the box.
+private let listingVisitor: ckvo_observation_visitor_t = { info, arg in
+    guard let info, let arg else { return }
+    let listed = arg.assumingMemoryBound(to: [Engine.ListedObservation].self)
+    let isSwift =
+        info.pointee.callback.map { unsafeBitCast($0, to: UnsafeRawPointer.self) }
+        == unsafeBitCast(dispatchTrampoline, to: UnsafeRawPointer.self)
+    let observer: ObservationSummary.Observer? =
+        isSwift
+        ? Unmanaged<EngineObservation>.fromOpaque(info.pointee.context.unsafelyUnwrapped)
+            ._withUnsafeGuaranteedRef { $0.observerKind }
+        : nil
+    listed.pointee.append(
+        Engine.ListedObservation(
+            key: info.pointee.key,
+            options: ObservingOptions(rawValue: info.pointee.options & ~CKVO_OPTION_UNIQUE_CONTEXT),
+            observer: observer))
 }
 
 /// Balances the reference `Engine.observe` passed as context, exactly once.

@@ -32,7 +32,7 @@ class EngineObservation: @unchecked Sendable {
     }
 
     /// Who registers the box, as an object's listing of observations shows
-    /// it (read once, at registration).
+    /// it (read only by the listing).
     var observerKind: ObservationSummary.Observer { .token }
 
     /// Whether the box keeps its token (``SelfRemovingObservation``): only

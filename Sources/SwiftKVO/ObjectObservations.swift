@@ -3,12 +3,11 @@
 // engine (SPEC §2.20).
 //
 // The engine lists an object's live observations lock-free, as a dispatch
-// reads them (`ckvo_object_observations`): key, options, and the callback
-// each was registered with. The Swift layer registers each kind of observer
-// with a callback of its own (Engine.swift's trampolines, identical but for
-// their address), so the kind is read from the callback, never from the
-// observation's box, which may be released as soon as the listing returns.
-// Key names come from where the Swift layer interns its keys.
+// reads them (`ckvo_object_observations_visit`): key, options, and the
+// context each was registered with, handed over inside the engine's read
+// section, where the context (the observation's box) cannot be released:
+// the box says who registered it. Key names come from where the Swift layer
+// interns its keys.
 
 /// One observation registered on an object, as
 /// ``KeyValueObservable/observations`` lists it.
@@ -61,9 +60,10 @@ extension KeyValueObservable {
     ///
     /// A snapshot: an observation added or removed on another thread while it
     /// is taken may or may not appear. Thread safety: any thread, also inside
-    /// a callback. Cost: O(observations of this object), read lock-free like
-    /// a notification (it never blocks or delays one) plus one allocation for
-    /// the array; key names are looked up in a table filled at registration.
+    /// a callback. Cost: one lookup per key observed on some object plus
+    /// O(observations of this object), read lock-free like a notification
+    /// (it never blocks or delays one), and the array; key names are looked
+    /// up in a table filled when each key is first used.
     public var observations: [ObservationSummary] {
         Engine.observations(of: Engine.address(self)).compactMap(EngineKeyDescriptions.summary)
     }

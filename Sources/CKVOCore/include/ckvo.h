@@ -419,6 +419,26 @@ typedef struct ckvo_observation_info {
 CKVO_EXPORT ckvo_status_t ckvo_object_observations(ckvo_hub_t *hub, const void *object,
     ckvo_observation_info_t *out, size_t capacity, size_t *count);
 
+/*
+ * Called by ckvo_object_observations_visit for each observation listed;
+ * `info` is valid until it returns, and so is what `info->context` points
+ * to: the visitor runs inside the listing's read section, so no release of
+ * a listed observation can run meanwhile. It must not block and must not
+ * call into the hub.
+ */
+typedef void (*ckvo_observation_visitor_t)(const ckvo_observation_info_t *info, void *arg);
+
+/*
+ * As ckvo_object_observations, but hands each observation to `visit` (with
+ * `arg`) instead of copying it, so that the visitor may read what each
+ * context points to (e.g. what kind of observer registered it). Same
+ * snapshot, order, thread safety and cost, plus the visitor's; a visitor
+ * that blocks delays the releases of everything removed meanwhile, like a
+ * callback that blocks. Errors: CKVO_EINVAL (NULL hub or visit), CKVO_ENOMEM.
+ */
+CKVO_EXPORT ckvo_status_t ckvo_object_observations_visit(ckvo_hub_t *hub, const void *object,
+    ckvo_observation_visitor_t visit, void *arg);
+
 /* -------------------------------------------------------------- dispatch */
 
 /*
