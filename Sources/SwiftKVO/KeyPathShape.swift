@@ -10,11 +10,19 @@
 // next. An `@Observed` property is a computed component (the wrapper's
 // accessors) whose identity is the word the runtime compares for `==`: the
 // property's getter for a final property, its method descriptor for an
-// overridable one. Reading the buffer runs no getter: it can never trap,
+// overridable one. A component with arguments is a subscript, unless its
+// arguments are only the generic arguments a property written in a generic
+// context captures. Reading the buffer runs no getter: it can never trap,
 // whatever the key path would do on a live object.
 //
 // A buffer this reader does not fully understand (an unknown kind, sizes that
 // do not add up) is "not observable": never guessed at, never evaluated.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A computed component's identity: what key path `==` compares.
 struct KeyPathComponentID: Hashable {
@@ -59,7 +67,7 @@ enum KeyPathShape {
     init(of keyPath: AnyKeyPath) {
         self = withExtendedLifetime(keyPath) {
             var reader = ComponentReader(keyPath)
-            return reader.read(root: type(of: keyPath).rootType, finalValueType: type(of: keyPath).valueType)
+            return reader.read(finalValueType: type(of: keyPath).valueType)
         }
     }
 
@@ -88,6 +96,15 @@ private struct ComponentReader {
     private static let optionalChain: UInt32 = 0
     private static let optionalWrap: UInt32 = 1
     private static let optionalForce: UInt32 = 2
+    /// The runtime's witnesses for arguments that are only generic
+    /// arguments (`swift_keyPathGenericWitnessTable`); `nil` where the
+    /// runtime does not export it (a statically linked standard library),
+    /// and then every component with arguments passes on as a link, to be
+    /// decided by the declarations and identity steps.
+    private static let genericArgumentWitnesses: UInt? = {
+        guard let table = dlsym(nil, "swift_keyPathGenericWitnessTable") else { return nil }
+        return UInt(bitPattern: table)
+    }()
 
     private var cursor: UnsafeRawPointer
     private let end: UnsafeRawPointer
@@ -102,9 +119,8 @@ private struct ComponentReader {
         end = cursor + size
     }
 
-    mutating func read(root: Any.Type, finalValueType: Any.Type) -> KeyPathShape {
+    mutating func read(finalValueType: Any.Type) -> KeyPathShape {
         var links: [KeyPathLink] = []
-        var owner = root
         var pendingID: KeyPathComponentID?
         while cursor < end {
             guard let header = take(UInt32.self) else { return .notObservable("an unreadable key path") }
@@ -113,24 +129,24 @@ private struct ComponentReader {
             case Self.structStored, Self.classStored:
                 return .notObservable("a stored property that is not @Observed")
             case Self.computed:
-                // Arguments are a subscript's indices, or the generic
-                // arguments of a generic class captured where the key path
-                // was written: a subscript unless the class is generic (where
-                // the identity decides, see ObservableComponents.swift).
-                let hasArguments = header & Self.hasArguments != 0
-                guard !hasArguments || (owner as? AnyClass).map(AccessorOverrides.isGeneric) == true else {
-                    return .notObservable("a subscript")
-                }
                 align()
                 // The identity, the getter and, when settable, the setter.
                 guard let id = take(UInt.self), take(UInt.self) != nil,
                     header & Self.settable == 0 || take(UInt.self) != nil,
                     id != 0 || header & Self.idKinds != 0
                 else { return .notObservable("an unreadable key path") }
-                if hasArguments {
-                    // Their size, their witnesses, then the arguments themselves.
-                    guard let size = take(Int.self), take(UInt.self) != nil, size >= 0, end - cursor >= size
+                if header & Self.hasArguments != 0 {
+                    // Their size, their witnesses, then the arguments. A
+                    // property captures arguments only when written in a
+                    // generic context (the generic arguments it needs), with
+                    // the runtime's shared witnesses for them; a subscript's
+                    // indices come with witnesses of their own.
+                    guard let size = take(Int.self), let witnesses = take(UInt.self), size >= 0,
+                        end - cursor >= size
                     else { return .notObservable("an unreadable key path") }
+                    if let generic = Self.genericArgumentWitnesses, witnesses != generic {
+                        return .notObservable("a subscript")
+                    }
                     cursor += size
                 }
                 pendingID = KeyPathComponentID(value: id, kind: header & Self.idKinds)
@@ -159,7 +175,6 @@ private struct ComponentReader {
                 links.append(KeyPathLink(id: id, valueType: valueType, isOptionalChained: false))
                 pendingID = nil
             }
-            owner = valueType
         }
         guard cursor == end, !links.isEmpty else { return .notObservable("an unreadable key path") }
         return .links(links)

@@ -11,8 +11,7 @@
 //   - its wrappers: each `@Observed`/`@ObservedArray`/`@ObservedSet` getter
 //     reports its property's own key path when read under the probe
 //     (KeyPathProbe.swift). Once every declared wrapper of a class without
-//     overrides or generic parameters has reported, the class is as good as
-//     tabled.
+//     overridden accessors has reported, the class is as good as tabled.
 // A component neither source knows is `unknown`: the registry reads it once
 // under the probe (its getter runs), the one evaluation left, and only for a
 // class with no complete table whose wrappers have not all been read yet.
@@ -140,11 +139,8 @@ enum ObservableComponents {
             }
             return ids
         }
-        guard let ids = found, !AccessorOverrides.isGeneric(ownerClass),
-            !declarations.contains(where: {
-                AccessorOverrides.isGeneric($0.declaringClass)
-                    || AccessorOverrides.exist(in: ownerClass, of: $0.declaringClass)
-            })
+        guard let ids = found,
+            !declarations.contains(where: { AccessorOverrides.exist(in: ownerClass, of: $0.declaringClass) })
         else { return nil }
         state.withLock { $0.reported[ObjectIdentifier(owner)] = ids }
         return ids

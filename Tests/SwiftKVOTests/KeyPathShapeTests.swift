@@ -33,8 +33,15 @@ private final class ShapeHeir: ShapeOwner, @unchecked Sendable {
 private final class ShapeBox<Tag>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
     @Observed var value = 0
+    var values: [Int] = []
+    subscript(index: Int) -> Int { values[index] }
     static var valueKeyPath: AnyKeyPath { \ShapeBox<Tag>.value }
+    static var subscriptKeyPath: AnyKeyPath { \ShapeBox<Tag>.[0] }
 }
+
+/// `\Object.name` written where `Object` is a generic parameter: the
+/// component captures `Object`'s metadata as an argument.
+private func nameKeyPath<Object: ShapeOwner>(of _: Object.Type) -> AnyKeyPath { \Object.name }
 
 private func links(_ keyPath: AnyKeyPath) -> [KeyPathLink]? {
     if case .links(let links) = KeyPathShape(of: keyPath) { return links }
@@ -80,6 +87,16 @@ private func refusal(_ keyPath: AnyKeyPath) -> String? {
         #expect(refusal(\ShapeOwner.[0]) == "a subscript")
         #expect(refusal(\ShapeWallet.fixed) == "a stored property that is not @Observed")
         #expect(KeyPathShape(of: \ShapeOwner.wallet!.balance).isForceUnwrapped)
+    }
+
+    @Test func aPropertyWrittenInAGenericFunctionIsALink() throws {
+        let inFunction = try #require(KeyPathShape.singleLink(of: nameKeyPath(of: ShapeOwner.self)))
+        #expect(inFunction.id == KeyPathShape.singleLink(of: \ShapeOwner.name)?.id)
+    }
+
+    @Test func aSubscriptOfAGenericClassIsASubscriptWhereverItIsWritten() {
+        #expect(refusal(\ShapeBox<Int>.[0]) == "a subscript")
+        #expect(refusal(ShapeBox<Int>.subscriptKeyPath) == "a subscript")
     }
 
     @Test func aGenericClassPropertyWrittenInAGenericContextIsALink() throws {
