@@ -24,7 +24,9 @@
 // Layouts read here are the Swift 5 runtime ABI (stable on Linux):
 // class metadata `Description` at byte 40; class context descriptor of 44
 // bytes, then its generic header, singleton-initialization record and vtable
-// header; 8-byte method descriptors whose low four flag bits are the kind.
+// header; 8-byte method descriptors whose low four flag bits are the kind
+// and whose fifth says the method is an instance member (a class property's
+// accessors are not: overriding them reads nothing an object stores).
 
 import Synchronization
 
@@ -72,6 +74,7 @@ enum AccessorOverrides {
         static let singletonInitialization: UInt32 = 1
         static let methodKindMask: UInt32 = 0xF
         static let firstAccessorKind: UInt32 = 2  // getter; then setter, modify, read…
+        static let isInstance: UInt32 = 0x10
     }
 
     private static func read(_ subclass: AnyClass, _ ancestor: AnyClass) -> Bool {
@@ -104,11 +107,14 @@ enum AccessorOverrides {
         let methods = cursor + 8
         let wordSize = MemoryLayout<UInt>.size
         for index in 0..<vtableSize {
-            let kind =
-                descriptor.load(
-                    fromByteOffset: methods + index * Layout.methodDescriptorSize, as: UInt32.self)
-                & Layout.methodKindMask
-            guard kind >= Layout.firstAccessorKind else { continue }
+            let methodFlags = descriptor.load(
+                fromByteOffset: methods + index * Layout.methodDescriptorSize, as: UInt32.self)
+            // Accessors of instance properties only: a class property's (the
+            // `override class var observableKeyPaths` of a subclass) reads
+            // nothing an object stores.
+            guard methodFlags & Layout.methodKindMask >= Layout.firstAccessorKind,
+                methodFlags & Layout.isInstance != 0
+            else { continue }
             let slot = (vtableOffset + index) * wordSize
             if ancestorMetadata.load(fromByteOffset: slot, as: UInt.self)
                 != subclassMetadata.load(fromByteOffset: slot, as: UInt.self)
