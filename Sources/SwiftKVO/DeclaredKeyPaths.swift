@@ -14,18 +14,17 @@
 // property of it (a computed property, a subscript), and is refused before
 // any getter runs.
 //
-// The table counts only when it is complete (every declared property named)
-// and the class overrides no accessor it inherits (an override is a key path
-// of its own, which no inherited entry equals). Otherwise the registry falls
-// back to its wrappers' reports, or to reading the key path once under the
-// probe (ObservableComponents.swift).
+// The table counts only when it is complete (every declared property named).
+// An overridden getter is a key path of its own, which no inherited entry
+// equals: ObservableComponents.swift adds the override's identity, read from
+// the class's vtable.
 
 enum DeclaredKeyPaths {
     private static let cache = LockedState([ObjectIdentifier: [AnyKeyPath]?]())
 
     /// The key paths of every observable property of `type`, rooted where
     /// declared, when its name table declares them all; `nil` when it does
-    /// not (no table, a partial one, overridden accessors).
+    /// not (no table, or a partial one).
     static func keyPaths(of type: Any.Type) -> [AnyKeyPath]? {
         guard let observable = type as? any KeyValueObservable.Type, let typeClass = type as? AnyClass
         else { return nil }
@@ -38,9 +37,6 @@ enum DeclaredKeyPaths {
     private static func read(_ observable: any KeyValueObservable.Type, _ typeClass: AnyClass) -> [AnyKeyPath]? {
         let declarations = ObservableDeclarations.of(typeClass)
         guard !declarations.isEmpty else { return nil }
-        if declarations.contains(where: { AccessorOverrides.exist(in: typeClass, of: $0.declaringClass) }) {
-            return nil
-        }
         let table = observable.observableKeyPaths
         var keyPaths: [AnyKeyPath] = []
         for declaration in declarations {

@@ -77,6 +77,9 @@ struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
     /// The class that declares the property, for `.property`: held here so
     /// that checking it costs no reference count on `property`.
     let declaringClass: AnyClass?
+    /// The property's key path identity, for `.property`: which getter an
+    /// object's class may override.
+    let propertyID: KeyPathComponentID?
 
     init(kind: Kind, keyPath: AnyKeyPath, key: EngineKey, property: PropertyKey?) {
         self.kind = kind
@@ -84,6 +87,7 @@ struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
         self.key = key
         self.property = property
         self.declaringClass = property?.declaringClass
+        self.propertyID = property == nil ? nil : KeyPathShape.singleLink(of: keyPath)?.id
     }
 
     /// The key path at +0, for `ObservedChange` (kept alive by the registry).
@@ -148,7 +152,8 @@ enum KeyPathRegistry {
     ) -> ResolvedKeyPath {
         guard resolved.kind == .property, let declaring = resolved.declaringClass,
             ObjectIdentifier(type(of: object)) != ObjectIdentifier(declaring),
-            AccessorOverrides.exist(in: type(of: object), of: declaring)
+            let property = resolved.propertyID,
+            AccessorOverrides.overridesGetter(of: property, declaredBy: declaring, in: type(of: object))
         else { return resolved }
         return ResolvedKeyPath(kind: .chain, keyPath: resolved.keyPath, key: resolved.key, property: nil)
     }
@@ -186,7 +191,7 @@ enum KeyPathRegistry {
             // override. Its values are read through it, as a one-link chain.
             guard let declaring = first.property.declaringClass, Root.self != declaring,
                 isSubclass(Root.self, of: declaring),
-                AccessorOverrides.exist(in: Root.self, of: declaring)
+                isOverride(links[0].id, of: first, declaredBy: declaring, in: Root.self)
             else { throw refusal(keyPath, "a computed property, not an observable one") }
             let override = ResolvedKeyPath(
                 kind: .chain, keyPath: keyPath, key: first.property.key, property: nil)
@@ -202,6 +207,24 @@ enum KeyPathRegistry {
                 keyPath,
                 "link \(index + 1) (\(links[index].valueTypeName)) is a computed property, "
                     + "not an observable one")
+        }
+    }
+
+    /// Whether the component `link` of a key path rooted at `subclass` is
+    /// the override of the getter of the property `record` read: the
+    /// subclass's implementation in that property's vtable slot is what the
+    /// component names. Where the slot cannot be told, any override of the
+    /// declaring class's accessors counts (conservative: read through the
+    /// key path, its values are right).
+    private static func isOverride(
+        _ link: KeyPathComponentID, of record: ProbeRecord, declaredBy declaring: AnyClass,
+        in subclass: AnyClass
+    ) -> Bool {
+        guard let property = KeyPathShape.singleLink(of: record.keyPath)?.id else { return false }
+        switch AccessorOverrides.getter(of: property, declaredBy: declaring, in: subclass) {
+        case .none: return false
+        case .overridden(let identity): return link == KeyPathComponentID(value: identity, kind: 0)
+        case .unknown: return AccessorOverrides.exist(in: subclass, of: declaring)
         }
     }
 

@@ -10,8 +10,11 @@
 //     class (a computed property, an override's accessor) is known not to be;
 //   - its wrappers: each `@Observed`/`@ObservedArray`/`@ObservedSet` getter
 //     reports its property's own key path when read under the probe
-//     (KeyPathProbe.swift). Once every declared wrapper of a class without
-//     overridden accessors has reported, the class is as good as tabled.
+//     (KeyPathProbe.swift). Once every declared wrapper of a class has
+//     reported, the class is as good as tabled.
+// A getter a subclass overrides is a component of its own (for a final
+// subclass, its implementation): its identity is read from the subclass's
+// vtable slot (AccessorOverrides.swift) and counts as the property's.
 // A component neither source knows is `unknown`: the registry reads it once
 // under the probe (its getter runs), the one evaluation left, and only for a
 // class with no complete table whose wrappers have not all been read yet.
@@ -111,23 +114,40 @@ enum ObservableComponents {
         var ids = Set<KeyPathComponentID>()
         var known: [KeyPathComponentID: Known] = [:]
         for (keyPath, declaration) in zip(keyPaths, ObservableDeclarations.of(owner)) {
-            guard let link = KeyPathShape.singleLink(of: keyPath) else { return nil }
+            guard let link = KeyPathShape.singleLink(of: keyPath),
+                let overrideID = overrideIdentity(of: link.id, declaredBy: declaration.declaringClass, in: owner)
+            else { return nil }
             ids.insert(link.id)
             known[link.id] = Known(
                 name: declaration.name, declaringClass: ObjectIdentifier(declaration.declaringClass))
+            if let overrideID { ids.insert(overrideID) }
         }
         return (ids, known)
     }
 
+    /// The identity of `owner`'s override of the getter of the property
+    /// `property` that `declaring` declares: `.some(nil)` when `owner` does
+    /// not override it, `nil` when that cannot be told.
+    private static func overrideIdentity(
+        of property: KeyPathComponentID, declaredBy declaring: AnyClass, in owner: Any.Type
+    ) -> KeyPathComponentID?? {
+        guard let ownerClass = owner as? AnyClass else { return .some(nil) }
+        switch AccessorOverrides.getter(of: property, declaredBy: declaring, in: ownerClass) {
+        case .none: return .some(nil)
+        case .overridden(let identity): return .some(KeyPathComponentID(value: identity, kind: 0))
+        case .unknown: return AccessorOverrides.exist(in: ownerClass, of: declaring) ? nil : .some(nil)
+        }
+    }
+
     /// The identities the wrappers of `owner` have reported, when every one
-    /// of its declared wrappers has (and nothing overrides an accessor, which
-    /// would be a component of its own no report names).
+    /// of its declared wrappers has (with the identities of the getters
+    /// `owner` overrides, components of their own no report names).
     private static func reportedIdentities(of owner: Any.Type) -> Set<KeyPathComponentID>? {
         guard let ownerClass = owner as? AnyClass else { return nil }
         let declarations = ObservableDeclarations.of(ownerClass)
         guard !declarations.isEmpty else { return nil }
-        let found: Set<KeyPathComponentID>? = state.withLock { state in
-            var ids = Set<KeyPathComponentID>()
+        let reported: [KeyPathComponentID]? = state.withLock { state in
+            var reported: [KeyPathComponentID] = []
             for declaration in declarations {
                 let declaring = ObjectIdentifier(declaration.declaringClass)
                 guard
@@ -135,13 +155,17 @@ enum ObservableComponents {
                         $0.value.declaringClass == declaring && $0.value.name == declaration.name
                     })?.key
                 else { return nil }
-                ids.insert(id)
+                reported.append(id)
             }
-            return ids
+            return reported
         }
-        guard let ids = found,
-            !declarations.contains(where: { AccessorOverrides.exist(in: ownerClass, of: $0.declaringClass) })
-        else { return nil }
+        guard let reported else { return nil }
+        var ids = Set(reported)
+        for (id, declaration) in zip(reported, declarations) {
+            guard let overrideID = overrideIdentity(of: id, declaredBy: declaration.declaringClass, in: owner)
+            else { return nil }
+            if let overrideID { ids.insert(overrideID) }
+        }
         state.withLock { $0.reported[ObjectIdentifier(owner)] = ids }
         return ids
     }
