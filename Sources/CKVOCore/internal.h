@@ -308,11 +308,16 @@ struct ckvo_tokens {
 
 /* ---------------------------------------------------------------- groups */
 
-/* The observations registered with one owner, in no particular order. */
+/*
+ * The observations registered with one owner, in no particular order.
+ * `owner` is also read lock-free, through a live observation's
+ * owner_group (listing.c): an empty group is retired, not freed.
+ */
 struct ckvo_owner_group {
-	const void *owner; /* map key */
+	const void *owner; /* map key; never changes */
 	uint32_t count, capacity;
 	struct ckvo_observation **members; /* members[obs->owner_index] == obs */
+	ck_epoch_entry_t retire;
 };
 
 struct ckvo_object_group {

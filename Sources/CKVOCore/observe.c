@@ -88,13 +88,21 @@ owner_group_get(struct ckvo_hub *hub, const void *owner, bool create)
 }
 
 static void
+owner_group_free(ck_epoch_entry_t *entry)
+{
+	free(CKVO_CONTAINER(struct ckvo_owner_group, retire, entry));
+}
+
+static void
 owner_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_owner_group *group)
 {
 	if (group->count != 0)
 		return;
 	(void)ck_hs_remove(&hub->owners, ckvo__group_hash(&hub->owners, group->owner), group);
 	free(group->members);
-	free(group);
+	group->members = NULL;
+	/* A listing may still read `owner` through an observation that just left (listing.c). */
+	ckvo__retire(hub, &group->retire, owner_group_free);
 	groups_removed(&hub->owners, &hub->owners_peak);
 }
 

@@ -376,6 +376,49 @@ CKVO_EXPORT ckvo_status_t ckvo_unobserve_object(ckvo_hub_t *hub, const void *obj
  */
 CKVO_EXPORT ckvo_status_t ckvo_unobserve_owner(ckvo_hub_t *hub, const void *owner);
 
+/* --------------------------------------------------------- introspection */
+
+/* One live observation as ckvo_object_observations reports it (SPEC §2.20). */
+typedef struct ckvo_observation_info {
+	ckvo_token_t token;        /* its token, as ckvo_observe returned it */
+	ckvo_key_t key;            /* 0 never; the key observed */
+	ckvo_options_t options;    /* as registered */
+	const void *owner;         /* as registered; may be NULL */
+	ckvo_callback_t callback;  /* as registered */
+	void *context;             /* for identification only: may be released once this returns */
+} ckvo_observation_info_t;
+
+/*
+ * Copies the live observations of `object` (NULL: the observations made
+ * with a NULL object, i.e. of every object) into out[0..capacity) and
+ * stores their total number in `*count`, which may exceed `capacity`: call
+ * again with a larger buffer. Observations removed (also by a deferred
+ * removal whose writer has not run yet) or still being registered do not
+ * appear.
+ *
+ * `out` (may be NULL when `capacity` is 0) and `count` are borrowed for
+ * the call. The `context` pointers are copied, not retained: one may be
+ * released as soon as this returns, so use it to identify an observation,
+ * never to reach what it points to.
+ *
+ * Thread safety: any thread, also inside a callback or a release.
+ * Lock-free for dispatch: reads under an epoch read section, like a
+ * dispatch, never takes the writer lock, never blocks or delays dispatch,
+ * registration or removal, calls no callback and allocates nothing (a
+ * thread's first call into the hub may register its reader record, as its
+ * first dispatch would). A snapshot: observations added or removed
+ * concurrently may or may not appear.
+ *
+ * Order: by key (in interning order), and per key in registration
+ * (dispatch) order.
+ * Errors: CKVO_EINVAL (NULL hub or count, or out NULL with capacity > 0),
+ * CKVO_ENOMEM (no reader record could be registered for this thread).
+ * Cost: O(observations of the object) plus one lookup per key of the hub
+ * that is observed on some object (per key for NULL).
+ */
+CKVO_EXPORT ckvo_status_t ckvo_object_observations(ckvo_hub_t *hub, const void *object,
+    ckvo_observation_info_t *out, size_t capacity, size_t *count);
+
 /* -------------------------------------------------------------- dispatch */
 
 /*

@@ -1,0 +1,111 @@
+/*
+ * listing.c — an object's observations, read lock-free (SPEC §2.20).
+ *
+ * Invariants
+ * ----------
+ * - A listing is a reader: it runs inside one epoch read section, takes no
+ *   lock, writes nothing shared but this thread's reader record, and
+ *   allocates nothing. It reads what a dispatch reads — the key array, the
+ *   key's wildcard slot or the (object, key) slot, the slot's list and the
+ *   entries below its count — so everything it loads stays alive until the
+ *   section ends, as for a dispatch (dispatch.c).
+ * - It reports an entry only when its record's tag says LIVE. The record
+ *   of a non-cleared entry of a list loaded in the section was not removed
+ *   before that load, so it is not reused while the section lasts
+ *   (token.c): the generation, options, slot and owner group read from it
+ *   belong to the observation the entry names. A LIVE tag was stored after
+ *   the record was complete (observe.c, with a store fence), and is read
+ *   before the fields that follow.
+ * - The owner comes from the record's owner group, which is retired, not
+ *   freed, when its last observation leaves (observe.c): a group the
+ *   listing reaches through a record it found LIVE is alive for the
+ *   section. `owner` never changes while the group lives.
+ */
+#include "internal.h"
+
+/* The state of one listing: where the next found observation goes. */
+struct listing {
+	ckvo_observation_info_t *out;
+	size_t capacity;
+	size_t count;
+};
+
+/* Adds the live observations of `slot` (may be NULL), in registration order. */
+static void
+list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
+{
+	struct ckvo_list *list;
+	uint32_t count;
+
+	if (slot == NULL)
+		return;
+	/* Published by slot_publish (observe.c). */
+	CKVO_TSAN_ACQUIRE(slot);
+	list = ck_pr_load_ptr(&slot->list);
+	count = ck_pr_load_32(&list->count);
+	/* Entries below the count were written before it was published. */
+	ck_pr_fence_load();
+	CKVO_TSAN_ACQUIRE(list);
+	for (uint32_t i = 0; i < count; i++) {
+		const struct ckvo_entry *entry = &list->items[i];
+		uint64_t observation = ck_pr_load_64(&entry->observation);
+		struct ckvo_observation *obs;
+		struct ckvo_owner_group *group;
+		uint64_t tag;
+
+		if (observation == 0)
+			continue; /* removed from the current list */
+		obs = ckvo__entry_observation(observation);
+		tag = ck_pr_load_64(&obs->tag);
+		if (ckvo__tag_state(tag) != CKVO_STATE_LIVE)
+			continue;
+		/* The fields below were written before the tag went LIVE (observe_locked). */
+		ck_pr_fence_load();
+		CKVO_TSAN_ACQUIRE(obs);
+		if (l->count < l->capacity) {
+			group = ck_pr_load_ptr(&obs->owner_group);
+			l->out[l->count] = (ckvo_observation_info_t){
+				.token = ckvo__token_of(obs, tag),
+				.key = key,
+				.options = ckvo__tag_options(tag),
+				.owner = group == NULL ? NULL : group->owner,
+				.callback = entry->callback,
+				.context = entry->context,
+			};
+		}
+		l->count++;
+	}
+}
+
+ckvo_status_t
+ckvo_object_observations(ckvo_hub_t *hub, const void *object, ckvo_observation_info_t *out,
+    size_t capacity, size_t *count)
+{
+	struct listing l = { out, capacity, 0 };
+	ck_epoch_record_t *record;
+	uint32_t keys;
+
+	if (hub == NULL || count == NULL || (out == NULL && capacity > 0))
+		return CKVO_EINVAL;
+	record = ckvo__thread_record();
+	if (CKVO_UNLIKELY(record == NULL))
+		return CKVO_ENOMEM;
+
+	ckvo__read_begin(record);
+	keys = ck_pr_load_32(&hub->key_count);
+	for (ckvo_key_t key = 1; key <= keys; key++) {
+		struct ckvo_keyinfo *info = ckvo__key_lookup(hub, key);
+
+		if (object == NULL) {
+			list_slot(&l, ck_pr_load_ptr(&info->wildcard), key);
+			continue;
+		}
+		/* Keys observed on no object at all are skipped without a probe. */
+		if (ck_pr_load_64(&info->object_slots) == 0)
+			continue;
+		list_slot(&l, ckvo__slotmap_get(&hub->slots, object, key), key);
+	}
+	ckvo__read_end(record);
+	*count = l.count;
+	return CKVO_OK;
+}
