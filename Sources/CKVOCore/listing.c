@@ -21,7 +21,7 @@
  *   listing reaches through a record it found LIVE is alive for the
  *   section. `owner` never changes while the group lives.
  */
-#include "internal.h"
+#include "engine.h"
 
 /* The state of one listing: where the next found observation goes. */
 struct listing {
@@ -92,9 +92,9 @@ ckvo_object_observations(ckvo_hub_t *hub, const void *object, ckvo_observation_i
 		return CKVO_ENOMEM;
 
 	ckvo__read_begin(record);
-	keys = ck_pr_load_32(&hub->key_count);
+	keys = ck_pr_load_32(&hub->registry.key_count);
 	for (ckvo_key_t key = 1; key <= keys; key++) {
-		struct ckvo_keyinfo *info = ckvo__key_lookup(hub, key);
+		struct ckvo_keyinfo *info = ckvo__key_lookup(&hub->registry, key);
 
 		if (object == NULL) {
 			list_slot(&l, ck_pr_load_ptr(&info->wildcard), key);
@@ -103,7 +103,7 @@ ckvo_object_observations(ckvo_hub_t *hub, const void *object, ckvo_observation_i
 		/* Keys observed on no object at all are skipped without a probe. */
 		if (ck_pr_load_64(&info->object_slots) == 0)
 			continue;
-		list_slot(&l, ckvo__slotmap_get(&hub->slots, object, key), key);
+		list_slot(&l, ckvo__slotmap_get(&hub->registry.slots, object, key), key);
 	}
 	ckvo__read_end(record);
 	*count = l.count;

@@ -1,5 +1,7 @@
 /*
- * token.c — tokens and the observation records they name.
+ * token.c — tokens and the observation records they name: where a record
+ * is handed out for a new observation and given back, after its release,
+ * for the next one.
  *
  * A token is (generation << 24) | index, where index is the position of the
  * observation's record in the hub's token pages and generation a 40-bit
@@ -8,8 +10,8 @@
  * CKVO_GENERATION_BLOCK, so handing a record out costs no atomic operation
  * but once per block.
  *
- * Invariants
- * ----------
+ * Invariants it alone keeps
+ * -------------------------
  * - No two registrations in the process, in any hub, ever get the same
  *   generation: the sequence only grows, and a hub's block is its own. A
  *   token therefore names one observation of one hub for the life of the
@@ -38,7 +40,7 @@
  * - Records are handed out and returned under the writer lock, from pages
  *   that have one not in use. A page whose records are all returned leaves
  *   the directory and is freed after a grace period (a reader holding an old
- *   token may still be loading a tag from it), unless fewer than
+ *   token may still be loading a tag from it; registry->garbage), unless fewer than
  *   CKVO_TOKEN_SPARE_PAGES empty pages are kept: those stay as spares, so
  *   churn, whose records come back a batch of CKVO_RECLAIM_BATCH at a time,
  *   allocates nothing (hysteresis of 8 pages, about 10 KB).
@@ -47,12 +49,12 @@
  * - Memory held: the live records' pages (at worst one page of 16 for each
  *   live observation, 1.3 KB), eight spare pages, the directory (8 bytes per
  *   page at the peak) and the stack of vacant entries (4 bytes per page at
- *   the peak); counted in hub->bytes.
+ *   the peak); counted in registry->bytes.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "registry.h"
 
 static void
 dir_free(ck_epoch_entry_t *entry)
@@ -68,7 +70,7 @@ dir_size(uint32_t capacity)
 
 /* Grows the directory to hold entry `number`; the old one is retired. */
 static bool
-dir_reserve(struct ckvo_hub *hub, struct ckvo_tokens *tokens, uint32_t number)
+dir_reserve(struct ckvo_registry *registry, struct ckvo_tokens *tokens, uint32_t number)
 {
 	struct ckvo_token_dir *dir = tokens->dir, *bigger;
 	uint32_t capacity = dir == NULL ? 8 : dir->capacity;
@@ -86,10 +88,10 @@ dir_reserve(struct ckvo_hub *hub, struct ckvo_tokens *tokens, uint32_t number)
 	CKVO_TSAN_RELEASE(bigger);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&tokens->dir, bigger);
-	ckvo__bytes(hub, (ptrdiff_t)dir_size(capacity));
+	ckvo__bytes(registry, (ptrdiff_t)dir_size(capacity));
 	if (dir != NULL) {
-		ckvo__bytes(hub, -(ptrdiff_t)dir_size(dir->capacity));
-		ckvo__retire(hub, &dir->retire, dir_free);
+		ckvo__bytes(registry, -(ptrdiff_t)dir_size(dir->capacity));
+		ckvo__retire(registry->garbage, &dir->retire, dir_free);
 	}
 	return true;
 }
@@ -117,18 +119,18 @@ free_pages_remove(struct ckvo_tokens *tokens, struct ckvo_token_page *page)
 
 /* A new page in a vacant directory entry or a new one, all of its records free. */
 static struct ckvo_token_page *
-page_create(struct ckvo_hub *hub, struct ckvo_tokens *tokens)
+page_create(struct ckvo_registry *registry, struct ckvo_tokens *tokens)
 {
 	bool vacant = tokens->vacant_count > 0;
 	uint32_t number = vacant ? tokens->vacant[tokens->vacant_count - 1] : tokens->pages;
 	struct ckvo_token_page *page;
 
-	if (!vacant && (number >= CKVO_TOKEN_PAGES_MAX || !dir_reserve(hub, tokens, number)))
+	if (!vacant && (number >= CKVO_TOKEN_PAGES_MAX || !dir_reserve(registry, tokens, number)))
 		return NULL;
 	page = calloc(1, sizeof(*page));
 	if (page == NULL)
 		return NULL;
-	ckvo__bytes(hub, (ptrdiff_t)sizeof(*page));
+	ckvo__bytes(registry, (ptrdiff_t)sizeof(*page));
 	page->number = number;
 	for (uint32_t i = CKVO_TOKEN_PAGE_SIZE; i-- > 0;) {
 		struct ckvo_observation *obs = &page->records[i];
@@ -180,9 +182,9 @@ generation_take(struct ckvo_tokens *tokens)
 }
 
 struct ckvo_observation *
-ckvo__token_take(struct ckvo_hub *hub)
+ckvo__token_take(struct ckvo_registry *registry)
 {
-	struct ckvo_tokens *tokens = &hub->tokens;
+	struct ckvo_tokens *tokens = &registry->tokens;
 	struct ckvo_token_page *page = tokens->free_pages;
 	struct ckvo_observation *obs;
 	uint64_t generation = generation_take(tokens);
@@ -190,7 +192,7 @@ ckvo__token_take(struct ckvo_hub *hub)
 	if (generation == 0)
 		return NULL;
 	if (page == NULL) {
-		page = page_create(hub, tokens);
+		page = page_create(registry, tokens);
 		if (page == NULL)
 			return NULL;
 	}
@@ -220,9 +222,9 @@ page_free(ck_epoch_entry_t *entry)
 }
 
 void
-ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
+ckvo__token_return(struct ckvo_registry *registry, struct ckvo_observation *obs)
 {
-	struct ckvo_tokens *tokens = &hub->tokens;
+	struct ckvo_tokens *tokens = &registry->tokens;
 	uint32_t number = obs->id >> CKVO_TOKEN_PAGE_BITS;
 	struct ckvo_token_page *page = tokens->dir->pages[number];
 
@@ -258,14 +260,14 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 			return;
 		}
 		tokens->vacant = grown;
-		ckvo__bytes(hub, (ptrdiff_t)(((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown)) -
+		ckvo__bytes(registry, (ptrdiff_t)(((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown)) -
 		    (ptrdiff_t)before);
 	}
 	tokens->vacant[tokens->vacant_count++] = number;
 	free_pages_remove(tokens, page);
 	ck_pr_store_ptr(&tokens->dir->pages[number], NULL);
-	ckvo__retire(hub, &page->retire, page_free);
-	ckvo__bytes(hub, -(ptrdiff_t)sizeof(*page));
+	ckvo__retire(registry->garbage, &page->retire, page_free);
+	ckvo__bytes(registry, -(ptrdiff_t)sizeof(*page));
 }
 
 ckvo_token_t
@@ -275,9 +277,9 @@ ckvo__token_of(const struct ckvo_observation *obs, uint64_t tag)
 }
 
 struct ckvo_observation *
-ckvo__token_record(struct ckvo_hub *hub, uint32_t id)
+ckvo__token_record(struct ckvo_registry *registry, uint32_t id)
 {
-	struct ckvo_token_dir *dir = ck_pr_load_ptr(&hub->tokens.dir);
+	struct ckvo_token_dir *dir = ck_pr_load_ptr(&registry->tokens.dir);
 	uint32_t page_index = id >> CKVO_TOKEN_PAGE_BITS;
 	struct ckvo_token_page *page;
 
@@ -294,14 +296,14 @@ ckvo__token_record(struct ckvo_hub *hub, uint32_t id)
 }
 
 struct ckvo_observation *
-ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token, uint64_t *tag)
+ckvo__token_find(struct ckvo_registry *registry, ckvo_token_t token, uint64_t *tag)
 {
 	uint64_t generation = token >> CKVO_TOKEN_INDEX_BITS;
 	struct ckvo_observation *obs;
 
 	if (generation == 0)
 		return NULL; /* a record not yet handed out carries generation 0 */
-	obs = ckvo__token_record(hub, (uint32_t)(token & ((1u << CKVO_TOKEN_INDEX_BITS) - 1)));
+	obs = ckvo__token_record(registry, (uint32_t)(token & ((1u << CKVO_TOKEN_INDEX_BITS) - 1)));
 	if (obs == NULL)
 		return NULL;
 	*tag = ck_pr_load_64(&obs->tag);
@@ -313,9 +315,9 @@ ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token, uint64_t *tag)
 }
 
 void
-ckvo__tokens_destroy(struct ckvo_hub *hub)
+ckvo__tokens_destroy(struct ckvo_registry *registry)
 {
-	struct ckvo_tokens *tokens = &hub->tokens;
+	struct ckvo_tokens *tokens = &registry->tokens;
 	struct ckvo_token_dir *dir = tokens->dir;
 
 	if (dir != NULL) {
