@@ -1,8 +1,10 @@
 /*
- * dispatch.c — delivering changes: the lock-free read side.
+ * dispatch.c — delivering changes: the lock-free read side. The stop of
+ * an observation's life between its registration (registration.c) and its
+ * removal (observe.c): where it is called.
  *
- * Invariants
- * ----------
+ * Invariants it alone keeps
+ * -------------------------
  * - A dispatch runs inside one epoch read section on this thread's record:
  *   nothing it loads (slot, list, observation, ck_hs map) is freed before it
  *   ends, whatever writers do meanwhile. It takes no lock and writes no

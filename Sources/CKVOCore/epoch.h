@@ -114,7 +114,7 @@ void ckvo__retire(struct ckvo_limbo *limbo, ck_epoch_entry_t *entry, ck_epoch_cb
 void ckvo__retire_large(struct ckvo_limbo *limbo, size_t bytes);
 /* One scan: moves entries on by what it found (see epoch.c); what is ready goes to `ready`. */
 void ckvo__limbo_poll(struct ckvo_limbo *limbo, struct ckvo_ready *ready);
-/* Takes every entry out (fresh and aged together), for a caller that waits a grace period itself. */
+/* Takes every entry out (fresh and aged together), for a caller that waits itself. */
 void ckvo__limbo_detach(struct ckvo_limbo *limbo, struct ckvo_retired *detached);
 /* Moves entries detached before a grace period that has since passed to `ready`. */
 void ckvo__retired_take(struct ckvo_retired *retired, struct ckvo_ready *ready);

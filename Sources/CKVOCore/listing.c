@@ -1,8 +1,8 @@
 /*
  * listing.c — an object's observations, read lock-free (SPEC §2.20).
  *
- * Invariants
- * ----------
+ * Invariants it alone keeps
+ * -------------------------
  * - A listing is a reader: it runs inside one epoch read section, takes no
  *   lock, writes nothing shared but this thread's reader record, and
  *   allocates nothing. It reads what a dispatch reads — the key array, the
@@ -14,10 +14,10 @@
  *   before that load, so it is not reused while the section lasts
  *   (token.c): the generation, options, slot and owner group read from it
  *   belong to the observation the entry names. A LIVE tag was stored after
- *   the record was complete (observe.c, with a store fence), and is read
+ *   the record was complete (registration.c, with a store fence), and is read
  *   before the fields that follow.
  * - The owner comes from the record's owner group, which is retired, not
- *   freed, when its last observation leaves (observe.c): a group the
+ *   freed, when its last observation leaves (registration.c): a group the
  *   listing reaches through a record it found LIVE is alive for the
  *   section. `owner` never changes while the group lives.
  */
@@ -39,7 +39,7 @@ list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
 
 	if (slot == NULL)
 		return;
-	/* Published by slot_publish (observe.c). */
+	/* Published by slot_publish (registration.c). */
 	CKVO_TSAN_ACQUIRE(slot);
 	list = ck_pr_load_ptr(&slot->list);
 	count = ck_pr_load_32(&list->count);
@@ -59,7 +59,7 @@ list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
 		tag = ck_pr_load_64(&obs->tag);
 		if (ckvo__tag_state(tag) != CKVO_STATE_LIVE)
 			continue;
-		/* The fields below were written before the tag went LIVE (observe_locked). */
+		/* The fields below were written before the tag went LIVE (ckvo__registry_add). */
 		ck_pr_fence_load();
 		CKVO_TSAN_ACQUIRE(obs);
 		if (l->count < l->capacity) {

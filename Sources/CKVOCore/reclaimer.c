@@ -16,10 +16,10 @@
  * - A reader whose ckvo_unobserve_deferred takes the hub's queue of
  *   deferred removals from empty to non-empty wakes the thread too, with
  *   no lock and no allocation: it increments hub->wakeups and wakes the
- *   futex on that word (ckvo__session_wake). Idle, the thread reads hub->wakeups, then checks
- *   for work under the lock, then sleeps on the futex only while the word
- *   still holds what it read: a push after the check changed the word, so
- *   no wake-up is lost.
+ *   futex on that word (ckvo__session_wake). Idle, the thread reads
+ *   hub->wakeups, then checks for work under the lock, then sleeps on the
+ *   futex only while the word still holds what it read: a push after the
+ *   check changed the word, so no wake-up is lost.
  * - Armed or woken, the thread sleeps CKVO_RECLAIM_PERIOD_NS (removals
  *   arriving meanwhile join the batch), then, under the lock, has the
  *   session carry out queued deferred removals and poll, and runs the hub's

@@ -109,7 +109,8 @@ owner_group_drop_if_empty(struct ckvo_registry *registry, struct ckvo_owner_grou
 {
 	if (group->count != 0)
 		return;
-	(void)ck_hs_remove(&registry->owners.hs, ckvo__group_hash(&registry->owners, group->owner), group);
+	(void)ck_hs_remove(&registry->owners.hs,
+	    ckvo__group_hash(&registry->owners, group->owner), group);
 	free(group->members);
 	group->members = NULL;
 	/* A listing may still read `owner` through an observation that just left (listing.c). */
@@ -175,7 +176,8 @@ object_group_drop_if_empty(struct ckvo_registry *registry, struct ckvo_object_gr
 {
 	if (group->head != NULL)
 		return;
-	(void)ck_hs_remove(&registry->objects.hs, ckvo__group_hash(&registry->objects, group->object), group);
+	(void)ck_hs_remove(&registry->objects.hs,
+	    ckvo__group_hash(&registry->objects, group->object), group);
 	free(group);
 	groups_removed(&registry->objects, &registry->objects_peak);
 }

@@ -458,7 +458,7 @@ ckvo__key_lookup(struct ckvo_registry *registry, ckvo_key_t key)
 	return info;
 }
 
-/* Whether an observation is in the identity table: its registration did not promise a unique context. */
+/* Whether an observation is in the identity table: it did not promise a unique context. */
 static inline bool
 ckvo__observation_indexed(ckvo_options_t options)
 {

@@ -41,7 +41,7 @@
  * - A runner runs up to a ticket: what was queued when it began, moved by
  *   the follow-ups of the releases it runs. It never takes over other
  *   threads' later work indefinitely: what is left queued when it stops is
- *   the background reclaimer's (reclaimer.c), armed by the unlock that
+ *   the background reclaimer's (reclaimer.c), armed by the commit that
  *   follows.
  * - A flush (session.c) takes its ticket after queueing what it detached:
  *   it waits until `done` reaches that ticket, moved by follow-ups as

@@ -307,7 +307,7 @@ ckvo__token_find(struct ckvo_registry *registry, ckvo_token_t token, uint64_t *t
 	if (obs == NULL)
 		return NULL;
 	*tag = ck_pr_load_64(&obs->tag);
-	/* Pairs with the release when the record went live (observe.c). */
+	/* Pairs with the release when the record went live (registration.c). */
 	CKVO_TSAN_ACQUIRE(obs);
 	if (ckvo__tag_generation(*tag) != generation)
 		return NULL;
