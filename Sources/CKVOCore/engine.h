@@ -104,6 +104,7 @@ void ckvo__session_commit(struct ckvo_hub *hub, struct ckvo_unlinked *unlinked);
 void ckvo__session_commit_quiet(struct ckvo_hub *hub);
 void ckvo__session_pass(struct ckvo_hub *hub, struct ckvo_ready *ready);
 void ckvo__session_flush(struct ckvo_hub *hub, bool wait_for_releases);
+void ckvo__session_settle(struct ckvo_hub *hub);
 bool ckvo__session_idle(struct ckvo_hub *hub);
 void ckvo__session_wake(struct ckvo_hub *hub);
 void ckvo__session_after_fork_child(struct ckvo_hub *hub);

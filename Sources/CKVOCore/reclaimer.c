@@ -12,7 +12,10 @@
  *   has a thread to carry it out.
  * - A session that leaves retired entries pending when it commits arms the
  *   reclaimer (session.c), under the hub lock: hub->armed, and a wake-up.
- *   The thread clears hub->armed only when it goes idle.
+ *   The thread clears hub->armed only when it goes idle, after one whole
+ *   period without work; it then has the session settle the spare token
+ *   pages kept for records in flight (token.c), so a lull between bursts
+ *   of churn does not free pages the next burst would allocate again.
  * - A reader whose ckvo_unobserve_deferred takes the hub's queue of
  *   deferred removals from empty to non-empty wakes the thread too, with
  *   no lock and no allocation: it increments hub->wakeups and wakes the
@@ -90,24 +93,6 @@ ckvo__reclaimer_is_current(const struct ckvo_hub *hub)
 	return reclaiming == hub;
 }
 
-/* With the lock held: returns, holding it, once there is work or the thread is stopped. */
-static void
-wait_for_work(struct ckvo_hub *hub)
-{
-	for (;;) {
-		uint32_t seen = ck_pr_load_32(&hub->wakeups);
-
-		/* Read the word before looking for work: see the invariants. */
-		ck_pr_fence_load();
-		if (hub->reclaimer_stopped || ckvo__session_wanted(hub))
-			return;
-		hub->armed = false;
-		(void)pthread_mutex_unlock(&hub->lock);
-		(void)syscall(SYS_futex, &hub->wakeups, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-		(void)pthread_mutex_lock(&hub->lock);
-	}
-}
-
 /* Sleeps one period with the lock released meanwhile; false once stopped. */
 static bool
 sleep_one_period(struct ckvo_hub *hub)
@@ -125,6 +110,39 @@ sleep_one_period(struct ckvo_hub *hub)
 		;
 	return !hub->reclaimer_stopped;
 }
+
+/* With the lock held: returns, holding it, once there is work or the thread is stopped. */
+static void
+wait_for_work(struct ckvo_hub *hub)
+{
+	bool quiet = false;
+
+	for (;;) {
+		uint32_t seen = ck_pr_load_32(&hub->wakeups);
+
+		/* Read the word before looking for work: see the invariants. */
+		ck_pr_fence_load();
+		if (hub->reclaimer_stopped || ckvo__session_wanted(hub))
+			return;
+		if (!quiet) {
+			/* One quiet period first: a lull between bursts is not the end of them. */
+			quiet = true;
+			if (!sleep_one_period(hub))
+				return;
+			continue;
+		}
+		/* Going idle: nothing is in flight, the spares kept for it go (session.c). */
+		ckvo__session_settle(hub);
+		/* The pages it freed wait for a grace period: one more pass for them. */
+		if (ckvo__session_wanted(hub))
+			return;
+		hub->armed = false;
+		(void)pthread_mutex_unlock(&hub->lock);
+		(void)syscall(SYS_futex, &hub->wakeups, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+		(void)pthread_mutex_lock(&hub->lock);
+	}
+}
+
 
 static void *
 reclaimer_main(void *argument)

@@ -262,7 +262,7 @@ struct ckvo_key_array {
 /* A token is generation << CKVO_TOKEN_INDEX_BITS | record index (token.c). */
 #define CKVO_TOKEN_INDEX_BITS CKVO_TAG_GENERATION_SHIFT
 #define CKVO_TOKEN_PAGES_MAX (1u << (CKVO_TOKEN_INDEX_BITS - CKVO_TOKEN_PAGE_BITS))
-/* Empty token pages a hub keeps for reuse (token.c): churn's records in flight. */
+/* Empty token pages a hub keeps for reuse at least (token.c): churn's records in flight. */
 #define CKVO_TOKEN_SPARE_PAGES 8u
 /* Generations a hub takes from the process-wide sequence at once. */
 #define CKVO_GENERATION_BLOCK 1024u
@@ -276,6 +276,7 @@ struct ckvo_token_page {
 	uint32_t in_use;               /* records handed out and not returned */
 	uint32_t number;               /* its index in the directory */
 	struct ckvo_token_page *free_prev, *free_next; /* on tokens.free_pages */
+	struct ckvo_token_page *spare_prev, *spare_next; /* on tokens.spare_pages while empty */
 	ck_epoch_entry_t retire;
 };
 
@@ -297,7 +298,10 @@ struct ckvo_tokens {
 	uint32_t *vacant;       /* stack of directory entries whose page was freed */
 	uint32_t vacant_count;
 	uint32_t pages;         /* directory entries ever filled */
-	uint32_t spares;        /* pages kept with no record in use (at most CKVO_TOKEN_SPARE_PAGES) */
+	uint32_t spares;        /* pages kept with no record in use (token.c says how many) */
+	struct ckvo_token_page *spare_pages; /* those pages */
+	uint64_t out;           /* records handed out and not returned */
+	uint64_t flight_peak;   /* most records out but not live since the last settle */
 };
 
 /* ---------------------------------------------------------------- groups */
@@ -521,6 +525,7 @@ ckvo_token_t ckvo__token_of(const struct ckvo_observation *obs, uint64_t tag);
 struct ckvo_observation *ckvo__token_find(struct ckvo_registry *registry, ckvo_token_t token,
     uint64_t *tag);
 struct ckvo_observation *ckvo__token_record(struct ckvo_registry *registry, uint32_t id);
+void ckvo__tokens_settle(struct ckvo_registry *registry);
 void ckvo__tokens_destroy(struct ckvo_registry *registry);
 
 /* key.c */

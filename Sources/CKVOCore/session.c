@@ -31,6 +31,9 @@
  *   CKVO_RECLAIM_PERIOD_NS, so a release never waits for an unrelated call
  *   into the library. Armed means "will pass again without being woken": a
  *   burst of removals costs one wake-up, steady churn none.
+ * - The session settles the registry's spare token pages (token.c) once
+ *   what a flush waited for is released, and when the background reclaimer
+ *   goes idle: the spares kept for records in flight go back then.
  * - pending_releases = retired - done: observations removed whose release
  *   has not returned yet (retired, detached by a flush, or queued). In a
  *   fork child, where the chunk a vanished runner held and what a vanished
@@ -214,10 +217,19 @@ ckvo__session_flush(struct ckvo_hub *hub, bool wait_for_releases)
 	*link = self.next;
 	/* Every observation removed before the call is queued at or before this ticket. */
 	ticket = hub->queued;
-	if (wait_for_releases)
+	if (wait_for_releases) {
 		ckvo__release_wait(hub, ticket);
+		ckvo__session_settle(hub);
+	}
 	leave(hub);
 	ckvo__ready_free(&ready);
+}
+
+void
+ckvo__session_settle(struct ckvo_hub *hub)
+{
+	/* Spare token pages follow the records in flight since the last settle (token.c). */
+	ckvo__tokens_settle(&hub->registry);
 }
 
 bool
