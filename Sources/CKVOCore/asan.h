@@ -1,7 +1,7 @@
 /*
  * asan.h — manual poisoning for AddressSanitizer.
  *
- * Released observations are kept for reuse (reclaim.c) instead of going
+ * Released observations are kept for reuse (token.c) instead of going
  * back to malloc, which would hide a use after release from AddressSanitizer.
  * Poisoning a parked observation keeps such a use a reported error. The
  * macros compile to nothing outside ASan builds.

@@ -1,8 +1,10 @@
 /*
- * dispatch.c — delivering changes: the lock-free read side.
+ * dispatch.c — delivering changes: the lock-free read side. The stop of
+ * an observation's life between its registration (registration.c) and its
+ * removal (observe.c): where it is called.
  *
- * Invariants
- * ----------
+ * Invariants it alone keeps
+ * -------------------------
  * - A dispatch runs inside one epoch read section on this thread's record:
  *   nothing it loads (slot, list, observation, ck_hs map) is freed before it
  *   ends, whatever writers do meanwhile. It takes no lock and writes no
@@ -29,7 +31,7 @@
  *   compares, and only the object's list is visited. A wildcard slot sends
  *   the dispatch to an out-of-line path that merges both lists.
  */
-#include "internal.h"
+#include "engine.h"
 
 /* Which values a callee may receive, given the change. */
 static uint64_t
@@ -141,7 +143,7 @@ slot_lookup(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const void *object
 		if (hint->id.object == object)
 			return hint;
 	}
-	return ckvo__slotmap_get(&hub->slots, object, info->id);
+	return ckvo__slotmap_get(&hub->registry.slots, object, info->id);
 }
 
 /* Delivers to the observers of one snapshot, in order. */
@@ -276,7 +278,7 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 
 	if (CKVO_UNLIKELY(hub == NULL || change == NULL))
 		return CKVO_EINVAL;
-	info = ckvo__key_lookup(hub, change->key);
+	info = ckvo__key_lookup(&hub->registry, change->key);
 	if (CKVO_UNLIKELY(info == NULL))
 		return CKVO_EINVAL;
 	/* A plain setting, the common case, is valid without a closer look. */
@@ -327,6 +329,6 @@ ckvo_has_observers(ckvo_hub_t *hub, const void *object, ckvo_key_t key)
 	(void)object; /* a per-key count: "maybe" for other objects of an observed key */
 	if (CKVO_UNLIKELY(hub == NULL))
 		return false;
-	info = ckvo__key_lookup(hub, key);
+	info = ckvo__key_lookup(&hub->registry, key);
 	return info != NULL && ckvo_probe_has_observers(&info->probe);
 }

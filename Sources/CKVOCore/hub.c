@@ -1,11 +1,12 @@
 /*
  * hub.c — hub lifecycle: create, destroy, the default hub, flush, stats,
- * and fork safety.
+ * and fork safety. A hub is its registry and the parts that keep it
+ * (hub.h); this file puts them together and takes them apart.
  *
- * Invariants
- * ----------
- * - Every live hub is on one registry list. Around fork() the prepare
- *   handler takes the registry lock and then every hub's writer lock, so the
+ * Invariants it alone keeps
+ * -------------------------
+ * - Every live hub is on one list (hubs_head). Around fork() the prepare
+ *   handler takes the lock of that list and then every hub's writer lock, so the
  *   child never inherits a lock held by a thread that no longer exists, nor
  *   a table in the middle of a change. Writers never call out under their
  *   lock, so prepare cannot wait for a callback.
@@ -13,8 +14,8 @@
  *   (ckvo__threads_after_fork_child): a dispatch that was running in another
  *   thread at fork time must not block grace periods forever.
  * - The child also recounts each hub's pending releases (releases other
- *   threads were about to run are lost with them) and starts a background
- *   reclaimer where entries are pending (reclaimer.c).
+ *   threads were about to run are lost with them, session.c) and starts a
+ *   background reclaimer where entries are pending (reclaimer.c).
  * - Destroying a hub first stops its background reclaimer (joining it, so
  *   releases it was running have returned), then removes every
  *   observation, waits for a grace period (no other thread may be using the
@@ -25,47 +26,47 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine.h"
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ckvo_hub *registry_head;
+static pthread_mutex_t hubs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ckvo_hub *hubs_head;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void
 fork_prepare(void)
 {
 	ckvo__threads_before_fork();
-	(void)pthread_mutex_lock(&registry_lock);
-	for (struct ckvo_hub *hub = registry_head; hub != NULL; hub = hub->registry_next)
+	(void)pthread_mutex_lock(&hubs_lock);
+	for (struct ckvo_hub *hub = hubs_head; hub != NULL; hub = hub->hubs_next)
 		(void)pthread_mutex_lock(&hub->lock);
 }
 
 static void
 fork_parent(void)
 {
-	for (struct ckvo_hub *hub = registry_head; hub != NULL; hub = hub->registry_next)
+	for (struct ckvo_hub *hub = hubs_head; hub != NULL; hub = hub->hubs_next)
 		(void)pthread_mutex_unlock(&hub->lock);
-	(void)pthread_mutex_unlock(&registry_lock);
+	(void)pthread_mutex_unlock(&hubs_lock);
 }
 
 static void
 fork_child(void)
 {
 	/* Entries other threads were running are gone with them: never wait for them. */
-	for (struct ckvo_hub *hub = registry_head; hub != NULL; hub = hub->registry_next)
-		ckvo__reclaim_after_fork_child(hub);
+	for (struct ckvo_hub *hub = hubs_head; hub != NULL; hub = hub->hubs_next)
+		ckvo__session_after_fork_child(hub);
 	/* This thread took every lock in fork_prepare, so it may release them. */
 	fork_parent();
 	ckvo__threads_after_fork_child();
 
 	/* Reclaimer threads did not survive: start new ones where releases are pending. */
-	(void)pthread_mutex_lock(&registry_lock);
-	for (struct ckvo_hub *hub = registry_head; hub != NULL; hub = hub->registry_next) {
+	(void)pthread_mutex_lock(&hubs_lock);
+	for (struct ckvo_hub *hub = hubs_head; hub != NULL; hub = hub->hubs_next) {
 		(void)pthread_mutex_lock(&hub->lock);
 		ckvo__reclaimer_after_fork_child(hub);
 		(void)pthread_mutex_unlock(&hub->lock);
 	}
-	(void)pthread_mutex_unlock(&registry_lock);
+	(void)pthread_mutex_unlock(&hubs_lock);
 }
 
 static void
@@ -75,46 +76,33 @@ fork_handlers_install(void)
 }
 
 static void
-registry_add(struct ckvo_hub *hub)
+hubs_add(struct ckvo_hub *hub)
 {
-	(void)pthread_mutex_lock(&registry_lock);
-	hub->registry_next = registry_head;
-	if (registry_head != NULL)
-		registry_head->registry_prev = hub;
-	registry_head = hub;
-	(void)pthread_mutex_unlock(&registry_lock);
+	(void)pthread_mutex_lock(&hubs_lock);
+	hub->hubs_next = hubs_head;
+	if (hubs_head != NULL)
+		hubs_head->hubs_prev = hub;
+	hubs_head = hub;
+	(void)pthread_mutex_unlock(&hubs_lock);
 }
 
 static void
-registry_remove(struct ckvo_hub *hub)
+hubs_remove(struct ckvo_hub *hub)
 {
-	(void)pthread_mutex_lock(&registry_lock);
-	if (hub->registry_prev != NULL)
-		hub->registry_prev->registry_next = hub->registry_next;
+	(void)pthread_mutex_lock(&hubs_lock);
+	if (hub->hubs_prev != NULL)
+		hub->hubs_prev->hubs_next = hub->hubs_next;
 	else
-		registry_head = hub->registry_next;
-	if (hub->registry_next != NULL)
-		hub->registry_next->registry_prev = hub->registry_prev;
-	(void)pthread_mutex_unlock(&registry_lock);
-}
-
-/* Frees the tables of a hub whose initialization got this far. */
-static void
-tables_destroy(struct ckvo_hub *hub, int initialized)
-{
-	ck_hs_t *tables[] = { &hub->names, &hub->owners, &hub->objects };
-
-	if (initialized > 0)
-		ckvo__slotmap_destroy(&hub->slots);
-	for (int i = 1; i < initialized; i++)
-		ck_hs_destroy(tables[i - 1]);
+		hubs_head = hub->hubs_next;
+	if (hub->hubs_next != NULL)
+		hub->hubs_next->hubs_prev = hub->hubs_prev;
+	(void)pthread_mutex_unlock(&hubs_lock);
 }
 
 ckvo_hub_t *
 ckvo_hub_create(void)
 {
 	struct ckvo_hub *hub = calloc(1, sizeof(*hub));
-	int initialized = 0;
 
 	if (hub == NULL)
 		return NULL;
@@ -134,29 +122,18 @@ ckvo_hub_create(void)
 		free(hub);
 		return NULL;
 	}
-	ck_stack_init(&hub->deferred);
-	hub->poll_at = CKVO_RECLAIM_BATCH;
-	/* Plus what the tables grow by (their initial sizes are a constant a few KB). */
-	hub->bytes = sizeof(*hub);
-
-	if (ckvo__slotmap_init(&hub->slots))
-		initialized++;
-	if (initialized == 1 && ckvo__names_init(&hub->names))
-		initialized++;
-	if (initialized == 2 && ckvo__groups_init(&hub->owners))
-		initialized++;
-	if (initialized == 3 && ckvo__groups_init(&hub->objects))
-		initialized++;
-	if (initialized != 4) {
-		tables_destroy(hub, initialized);
+	ckvo__session_init(hub);
+	if (!ckvo__registry_init(&hub->registry, &hub->limbo)) {
 		(void)pthread_cond_destroy(&hub->ran);
 		(void)pthread_cond_destroy(&hub->wake);
 		(void)pthread_mutex_destroy(&hub->lock);
 		free(hub);
 		return NULL;
 	}
+	/* Plus what the tables grow by (their initial sizes are a constant a few KB). */
+	hub->registry.bytes = sizeof(*hub);
 
-	registry_add(hub);
+	hubs_add(hub);
 	return hub;
 }
 
@@ -166,9 +143,9 @@ ckvo_hub_flush(ckvo_hub_t *hub)
 	if (hub == NULL)
 		return CKVO_EINVAL;
 	/* Inside a release: the running one was removed before the call and cannot be waited for. */
-	if (ckvo__in_read_section() || ckvo__thread.releasing != 0)
+	if (ckvo__in_read_section() || ckvo__releasing())
 		return CKVO_EDEADLK;
-	ckvo__reclaim_flush(hub, true);
+	ckvo__session_flush(hub, true);
 	return CKVO_OK;
 }
 
@@ -178,10 +155,10 @@ ckvo_hub_stats(ckvo_hub_t *hub, ckvo_hub_stats_t *stats)
 	if (hub == NULL || stats == NULL)
 		return CKVO_EINVAL;
 	(void)pthread_mutex_lock(&hub->lock);
-	stats->observations = hub->observations;
-	stats->keys = hub->key_count;
+	stats->observations = hub->registry.observations;
+	stats->keys = hub->registry.key_count;
 	stats->pending_releases = hub->retired - hub->done;
-	stats->bytes = hub->bytes;
+	stats->bytes = hub->registry.bytes;
 	(void)pthread_mutex_unlock(&hub->lock);
 	return CKVO_OK;
 }
@@ -195,7 +172,7 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 		return CKVO_OK;
 	if (hub->is_default)
 		return CKVO_EINVAL;
-	if (ckvo__in_read_section() || ckvo__thread.reclaiming == hub)
+	if (ckvo__in_read_section() || ckvo__reclaimer_is_current(hub))
 		return CKVO_EDEADLK;
 	/* From one of its own releases, whichever thread runs it: the same refusal. */
 	(void)pthread_mutex_lock(&hub->lock);
@@ -204,26 +181,23 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 	if (busy)
 		return CKVO_EDEADLK;
 
-	registry_remove(hub);
+	hubs_remove(hub);
 	ckvo__reclaimer_stop(hub);
 	do {
-		ckvo__hub_lock(hub);
-		busy = ckvo__remove_all(hub);
-		ckvo__hub_unlock(hub);
-		ckvo__reclaim_flush(hub, true);
+		struct ckvo_unlinked removed = CKVO_UNLINKED_INITIALIZER;
+
+		ckvo__session_begin(hub);
+		busy = ckvo__registry_remove_all(&hub->registry, &removed);
+		ckvo__session_commit(hub, &removed);
+		ckvo__session_flush(hub, true);
 		/* A release may have registered or removed again. */
-		ckvo__hub_lock(hub);
-		busy = busy || hub->observations != 0 ||
-		    ckvo__reclaim_pending(hub) != 0 || ckvo__release_queued(hub) ||
-		    hub->running || CK_STACK_FIRST(&hub->deferred) != NULL;
-		ckvo__thread.writing = NULL;
+		(void)pthread_mutex_lock(&hub->lock);
+		busy = busy || !ckvo__session_idle(hub);
 		(void)pthread_mutex_unlock(&hub->lock);
 	} while (busy);
 
-	tables_destroy(hub, 4);
-	ckvo__identities_destroy(hub);
-	ckvo__keys_destroy(hub);
-	ckvo__tokens_destroy(hub);
+	ckvo__registry_destroy(&hub->registry);
+	ckvo__keys_destroy(&hub->registry);
 	(void)pthread_cond_destroy(&hub->ran);
 	(void)pthread_cond_destroy(&hub->wake);
 	(void)pthread_mutex_destroy(&hub->lock);

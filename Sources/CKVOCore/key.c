@@ -1,17 +1,17 @@
 /*
- * key.c — interned key names.
+ * key.c — interned key names: the registry's key table and the key API.
  *
- * Invariants
- * ----------
- * - Key k is hub->keys->keys[k - 1]. Interning happens under the writer
- *   lock; a new key's info is filled, stored into the array, and only then is
- *   hub->key_count raised, so a reader that sees k <= key_count finds k.
+ * Invariants it alone keeps
+ * -------------------------
+ * - Key k is registry->keys->keys[k - 1]. Interning happens inside a
+ *   writer session; a new key's info is filled, stored into the array, and only then is
+ *   registry->key_count raised, so a reader that sees k <= key_count finds k.
  * - A full array is copied into a larger one that is published before the
  *   count grows. Old arrays are kept (chained) until the hub is destroyed, so
  *   readers need no epoch section to look a key up: key lookup is two loads.
  * - struct ckvo_keyinfo lives as long as the hub; its name never changes.
- * - hub->names (name -> keyinfo) is a single-writer ck_hs: interning puts
- *   under the writer lock, ckvo_key_find reads it lock-free inside an epoch
+ * - registry->names (name -> keyinfo) is a single-writer ck_hs: interning
+ *   puts inside the session, ckvo_key_find reads it lock-free inside an epoch
  *   read section. A put publishes a keyinfo only after filling it; a map the
  *   set outgrows is freed after a grace period (table.c), so a finder never
  *   probes freed memory. Names are never removed.
@@ -19,19 +19,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine.h"
 
 /* Makes room for one more key; false when out of memory. */
 static bool
-keys_reserve(struct ckvo_hub *hub)
+keys_reserve(struct ckvo_registry *registry)
 {
-	struct ckvo_key_array *array = hub->keys;
+	struct ckvo_key_array *array = registry->keys;
 	uint32_t capacity;
 	struct ckvo_key_array *bigger;
 
-	if (array != NULL && hub->key_count < array->capacity)
+	if (array != NULL && registry->key_count < array->capacity)
 		return true;
-	if (hub->key_count == UINT32_MAX - 1)
+	if (registry->key_count == UINT32_MAX - 1)
 		return false;
 	capacity = array == NULL ? 16 : array->capacity * 2;
 	bigger = calloc(1, sizeof(*bigger) + (size_t)capacity * sizeof(bigger->keys[0]));
@@ -40,20 +40,20 @@ keys_reserve(struct ckvo_hub *hub)
 	bigger->capacity = capacity;
 	bigger->older = array;
 	if (array != NULL)
-		memcpy(bigger->keys, array->keys, (size_t)hub->key_count * sizeof(array->keys[0]));
+		memcpy(bigger->keys, array->keys, (size_t)registry->key_count * sizeof(array->keys[0]));
 	CKVO_TSAN_RELEASE(bigger);
 	ck_pr_fence_store();
-	ck_pr_store_ptr(&hub->keys, bigger);
+	ck_pr_store_ptr(&registry->keys, bigger);
 	return true;
 }
 
 /* Interns under the writer lock; 0 on failure. */
 static ckvo_key_t
-key_intern_locked(struct ckvo_hub *hub, const char *name, size_t length, ckvo_getter_t getter)
+key_intern_locked(struct ckvo_registry *registry, const char *name, size_t length, ckvo_getter_t getter)
 {
 	struct ckvo_keyinfo probe = { .name = name, .name_length = length };
-	unsigned long hash = ckvo__name_hash(&hub->names, name, length);
-	struct ckvo_keyinfo *info = ck_hs_get(&hub->names, hash, &probe);
+	unsigned long hash = ckvo__name_hash(&registry->names, name, length);
+	struct ckvo_keyinfo *info = ck_hs_get(&registry->names.hs, hash, &probe);
 	char *copy;
 
 	if (info != NULL) {
@@ -65,7 +65,7 @@ key_intern_locked(struct ckvo_hub *hub, const char *name, size_t length, ckvo_ge
 		return info->id;
 	}
 
-	if (!keys_reserve(hub))
+	if (!keys_reserve(registry))
 		return 0;
 	info = calloc(1, sizeof(*info));
 	copy = malloc(length + 1);
@@ -79,7 +79,7 @@ key_intern_locked(struct ckvo_hub *hub, const char *name, size_t length, ckvo_ge
 	info->name = copy;
 	info->name_length = length;
 	info->getter = getter;
-	info->id = hub->key_count + 1;
+	info->id = registry->key_count + 1;
 
 	/*
 	 * The key is complete before a reader can reach it: ckvo_key_find finds
@@ -88,15 +88,15 @@ key_intern_locked(struct ckvo_hub *hub, const char *name, size_t length, ckvo_ge
 	 */
 	CKVO_TSAN_RELEASE(info);
 	ck_pr_fence_store();
-	if (!ck_hs_put(&hub->names, hash, info)) {
+	if (!ckvo__set_put(&registry->names, hash, info)) {
 		free(copy);
 		free(info);
 		return 0;
 	}
-	hub->keys->keys[info->id - 1] = info;
+	registry->keys->keys[info->id - 1] = info;
 	/* In the array before the count admits it. */
 	ck_pr_fence_store();
-	ck_pr_store_32(&hub->key_count, info->id);
+	ck_pr_store_32(&registry->key_count, info->id);
 	return info->id;
 }
 
@@ -113,9 +113,9 @@ ckvo_key_intern(ckvo_hub_t *hub, const char *name, ckvo_getter_t getter)
 		return 0;
 
 	/* Never runs a release: a layer may intern while holding its own lock. */
-	ckvo__hub_lock(hub);
-	key = key_intern_locked(hub, name, length, getter);
-	ckvo__hub_unlock_quiet(hub);
+	ckvo__session_begin(hub);
+	key = key_intern_locked(&hub->registry, name, length, getter);
+	ckvo__session_commit_quiet(hub);
 	return key;
 }
 
@@ -126,13 +126,13 @@ ckvo_key_intern(ckvo_hub_t *hub, const char *name, ckvo_getter_t getter)
  * every other function accepts it, so the find is ordered before that intern.
  */
 static ckvo_key_t
-key_find(struct ckvo_hub *hub, const char *name, size_t length)
+key_find(struct ckvo_registry *registry, const char *name, size_t length)
 {
 	struct ckvo_keyinfo probe = { .name = name, .name_length = length };
-	unsigned long hash = ckvo__name_hash(&hub->names, name, length);
-	struct ckvo_keyinfo *info = ck_hs_get(&hub->names, hash, &probe);
+	unsigned long hash = ckvo__name_hash(&registry->names, name, length);
+	struct ckvo_keyinfo *info = ck_hs_get(&registry->names.hs, hash, &probe);
 
-	if (info == NULL || info->id > ck_pr_load_32(&hub->key_count))
+	if (info == NULL || info->id > ck_pr_load_32(&registry->key_count))
 		return 0;
 	return info->id;
 }
@@ -148,13 +148,13 @@ ckvo_key_find(ckvo_hub_t *hub, const char *name, size_t length)
 	record = ckvo__thread_record();
 	if (CKVO_UNLIKELY(record == NULL)) {
 		/* No reader record (out of memory): the writer lock also excludes puts. */
-		ckvo__hub_lock(hub);
-		key = key_find(hub, name, length);
-		ckvo__hub_unlock(hub);
+		ckvo__session_begin(hub);
+		key = key_find(&hub->registry, name, length);
+		ckvo__session_commit(hub, NULL);
 		return key;
 	}
 	ckvo__read_begin(record);
-	key = key_find(hub, name, length);
+	key = key_find(&hub->registry, name, length);
 	ckvo__read_end(record);
 	return key;
 }
@@ -166,7 +166,7 @@ ckvo_key_name(ckvo_hub_t *hub, ckvo_key_t key)
 
 	if (hub == NULL)
 		return NULL;
-	info = ckvo__key_lookup(hub, key);
+	info = ckvo__key_lookup(&hub->registry, key);
 	return info == NULL ? NULL : info->name;
 }
 
@@ -177,17 +177,17 @@ ckvo_key_probe(ckvo_hub_t *hub, ckvo_key_t key)
 
 	if (hub == NULL)
 		return NULL;
-	info = ckvo__key_lookup(hub, key);
+	info = ckvo__key_lookup(&hub->registry, key);
 	return info == NULL ? NULL : &info->probe;
 }
 
 void
-ckvo__keys_destroy(struct ckvo_hub *hub)
+ckvo__keys_destroy(struct ckvo_registry *registry)
 {
-	struct ckvo_key_array *array = hub->keys;
+	struct ckvo_key_array *array = registry->keys;
 
 	if (array != NULL) {
-		for (uint32_t i = 0; i < hub->key_count; i++) {
+		for (uint32_t i = 0; i < registry->key_count; i++) {
 			free((char *)array->keys[i]->name);
 			free(array->keys[i]);
 		}
@@ -198,6 +198,6 @@ ckvo__keys_destroy(struct ckvo_hub *hub)
 		free(array);
 		array = older;
 	}
-	hub->keys = NULL;
-	hub->key_count = 0;
+	registry->keys = NULL;
+	registry->key_count = 0;
 }

@@ -1,8 +1,8 @@
 /*
  * list.c — a slot's observer list: append-only, read lock-free.
  *
- * Invariants
- * ----------
+ * Invariants it alone keeps
+ * -------------------------
  * - Only the writer (under the hub lock) changes a list. Readers load
  *   slot->list, then list->count once, and visit items[0, count). So an
  *   observation appended during a dispatch is not visited by it (the
@@ -16,8 +16,9 @@
  *   (REMOVED or DEFERRED) when its list is `stale` (replaced: later removals clear
  *   entries only in the new list) or when the slot counts `deferred`
  *   observations (marked dead by readers, who cannot clear entries). The
- *   observation is retired through the epoch, and so is its token page, so
- *   the pointer stays valid for the reader's section.
+ *   observation is reused only after a grace period, and its token page is
+ *   retired through the epoch, so the pointer stays valid for the reader's
+ *   section.
  * - When the list is full, or cleared entries outnumber live ones, the live
  *   entries are copied, in order, into a new list that is published with one
  *   pointer store; the old list is retired. Each copy is paid for by the
@@ -30,7 +31,7 @@
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "registry.h"
 
 /* Compact once at least this many entries are cleared and they outnumber the live ones. */
 #define CKVO_LIST_COMPACT_MIN 16u
@@ -58,9 +59,21 @@ ckvo__list_create(uint32_t capacity)
 	return list;
 }
 
+static void
+list_free(ck_epoch_entry_t *entry)
+{
+	free(CKVO_CONTAINER(struct ckvo_list, retire, entry));
+}
+
+void
+ckvo__list_retire(struct ckvo_registry *registry, struct ckvo_list *list)
+{
+	ckvo__retire(registry->garbage, &list->retire, list_free);
+}
+
 /* Copies the live entries of the current list into a new one with room to grow. */
 static bool
-list_rebuild(struct ckvo_hub *hub, struct ckvo_slot *slot, uint32_t capacity)
+list_rebuild(struct ckvo_registry *registry, struct ckvo_slot *slot, uint32_t capacity)
 {
 	struct ckvo_list *old = slot->list;
 	struct ckvo_list *list = ckvo__list_create(capacity);
@@ -88,8 +101,8 @@ list_rebuild(struct ckvo_hub *hub, struct ckvo_slot *slot, uint32_t capacity)
 	if (old != NULL) {
 		/* Before any later removal: readers still on `old` must check states. */
 		ck_pr_store_32(&old->stale, 1);
-		ckvo__retire_list(hub, old);
-		ckvo__retire_large(hub, list_size(old->capacity));
+		ckvo__list_retire(registry, old);
+		ckvo__retire_large(registry->garbage, list_size(old->capacity));
 	}
 	return true;
 }
@@ -104,7 +117,7 @@ entry_bits(ckvo_options_t options)
 }
 
 bool
-ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs,
+ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot, struct ckvo_observation *obs,
     ckvo_callback_t callback)
 {
 	struct ckvo_list *list = slot->list;
@@ -116,7 +129,7 @@ ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_obse
 
 		if (wanted > UINT32_MAX)
 			return false;
-		if (!list_rebuild(hub, slot, (uint32_t)wanted))
+		if (!list_rebuild(registry, slot, (uint32_t)wanted))
 			return false;
 		list = slot->list;
 	}
@@ -139,7 +152,7 @@ ckvo__list_append(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_obse
 }
 
 void
-ckvo__list_remove(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_observation *obs)
+ckvo__list_remove(struct ckvo_registry *registry, struct ckvo_slot *slot, struct ckvo_observation *obs)
 {
 	struct ckvo_list *list = slot->list;
 
@@ -154,6 +167,6 @@ ckvo__list_remove(struct ckvo_hub *hub, struct ckvo_slot *slot, struct ckvo_obse
 		 */
 		uint64_t wanted = (uint64_t)slot->live * 2;
 
-		(void)list_rebuild(hub, slot, wanted > UINT32_MAX ? UINT32_MAX : (uint32_t)wanted);
+		(void)list_rebuild(registry, slot, wanted > UINT32_MAX ? UINT32_MAX : (uint32_t)wanted);
 	}
 }

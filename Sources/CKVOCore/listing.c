@@ -1,8 +1,8 @@
 /*
  * listing.c — an object's observations, read lock-free (SPEC §2.20).
  *
- * Invariants
- * ----------
+ * Invariants it alone keeps
+ * -------------------------
  * - A listing is a reader: it runs inside one epoch read section, takes no
  *   lock, writes nothing shared but this thread's reader record, and
  *   allocates nothing. It reads what a dispatch reads — the key array, the
@@ -14,14 +14,14 @@
  *   before that load, so it is not reused while the section lasts
  *   (token.c): the generation, options, slot and owner group read from it
  *   belong to the observation the entry names. A LIVE tag was stored after
- *   the record was complete (observe.c, with a store fence), and is read
+ *   the record was complete (registration.c, with a store fence), and is read
  *   before the fields that follow.
  * - The owner comes from the record's owner group, which is retired, not
- *   freed, when its last observation leaves (observe.c): a group the
+ *   freed, when its last observation leaves (registration.c): a group the
  *   listing reaches through a record it found LIVE is alive for the
  *   section. `owner` never changes while the group lives.
  */
-#include "internal.h"
+#include "engine.h"
 
 /* The state of one listing: where the next found observation goes. */
 struct listing {
@@ -41,7 +41,7 @@ list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
 
 	if (slot == NULL)
 		return;
-	/* Published by slot_publish (observe.c). */
+	/* Published by slot_publish (registration.c). */
 	CKVO_TSAN_ACQUIRE(slot);
 	list = ck_pr_load_ptr(&slot->list);
 	count = ck_pr_load_32(&list->count);
@@ -61,7 +61,7 @@ list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
 		tag = ck_pr_load_64(&obs->tag);
 		if (ckvo__tag_state(tag) != CKVO_STATE_LIVE)
 			continue;
-		/* The fields below were written before the tag went LIVE (observe_locked). */
+		/* The fields below were written before the tag went LIVE (ckvo__registry_add). */
 		ck_pr_fence_load();
 		CKVO_TSAN_ACQUIRE(obs);
 		if (l->visit != NULL || l->count < l->capacity) {
@@ -95,9 +95,9 @@ list_object(ckvo_hub_t *hub, const void *object, struct listing *l)
 		return CKVO_ENOMEM;
 
 	ckvo__read_begin(record);
-	keys = ck_pr_load_32(&hub->key_count);
+	keys = ck_pr_load_32(&hub->registry.key_count);
 	for (ckvo_key_t key = 1; key <= keys; key++) {
-		struct ckvo_keyinfo *info = ckvo__key_lookup(hub, key);
+		struct ckvo_keyinfo *info = ckvo__key_lookup(&hub->registry, key);
 
 		if (object == NULL) {
 			list_slot(l, ck_pr_load_ptr(&info->wildcard), key);
@@ -106,7 +106,7 @@ list_object(ckvo_hub_t *hub, const void *object, struct listing *l)
 		/* Keys observed on no object at all are skipped without a probe. */
 		if (ck_pr_load_64(&info->object_slots) == 0)
 			continue;
-		list_slot(l, ckvo__slotmap_get(&hub->slots, object, key), key);
+		list_slot(l, ckvo__slotmap_get(&hub->registry.slots, object, key), key);
 	}
 	ckvo__read_end(record);
 	return CKVO_OK;

@@ -1,513 +1,29 @@
 /*
- * observe.c — registering and removing observations.
+ * observe.c — registering and removing observations: the C API's entry
+ * points, and the first stop of an observation's life. Each call is one
+ * writer session (session.c): begin, an edit of the registry (registration.c),
+ * commit. What follows in the life of an observation: dispatch.c calls it;
+ * a removal here unlinks it (registration.c) and hands it to the session, which
+ * retires it through a grace period (epoch.c) to the release queue
+ * (release.c), after which its record is reused (token.c).
  *
- * Invariants
- * ----------
- * - All indexes are changed under the writer lock; no user code runs under
- *   it (the initial notification and every release run after unlocking).
- * - An observation is published to readers by ckvo__list_append (and, for
- *   a new slot, by inserting the slot into the map or hanging it off the
- *   key) only after it is complete and indexed.
- * - Removal (observation_unlink) marks the observation REMOVED first, then
- *   clears it from its list and every index, then retires it. Once
- *   ckvo_unobserve returns, a dispatch that starts later cannot find it, and
- *   one already running skips it when its turn comes (it checks the state).
- * - ckvo_unobserve_deferred runs on the read side: it moves LIVE → DEFERRED
- *   with a compare-and-swap and pushes the observation on hub->deferred.
- *   Whoever made that transition owns the push; the next writer unlinks it
- *   (if no writer did already) and retires it. An observation is retired
- *   exactly once: by the writer that unlinks a LIVE observation, or by the
- *   drain for a DEFERRED one.
- * - Of racing removals of one token, exactly one reports success: the one
- *   that moved the state away from LIVE (the writer's exchange to REMOVED or
- *   the reader's compare-and-swap to DEFERRED), not a writer that merely saw
- *   LIVE before a reader deferred it.
- * - An observation's state lives in its record's tag with its generation
- *   and options (internal.h). Only writers change the tag, except a reader's
- *   compare-and-swap from LIVE to DEFERRED, which names the generation it
- *   found, so it can never touch the record's next use (token.c).
- * - Registration keys (key->observations) are raised before an observation
- *   is published and lowered after it is unlinked, so ckvo_has_observers is
- *   never false while it can be called.
+ * Invariants it alone keeps
+ * -------------------------
+ * - No user code runs inside a session: the initial notification runs
+ *   after the commit, inside a read section entered before it, so the
+ *   observation cannot be released under the callback; releases run only
+ *   from the commit's runner, outside every read section (release.c).
+ * - A hub has its background reclaimer from its first registration on
+ *   (ckvo_observe refuses with CKVO_ENOMEM if it cannot be started), so a
+ *   removal queued by a reader, which can neither take the lock nor start a
+ *   thread, always has a thread to carry it out.
+ * - Everything the registry unlinks in a call is given to that call's
+ *   commit, which retires it: an unlinked observation is never dropped.
+ * - ckvo_unobserve_deferred takes no lock: the registry marks the
+ *   observation on the read side, and the push that makes the hub's queue
+ *   of deferred removals non-empty wakes the reclaimer (ckvo__session_wake).
  */
-#include <stdlib.h>
-#include <string.h>
-
-#include "internal.h"
-
-/* --------------------------------------------------------------- groups */
-
-/*
- * ck_hs never shrinks. A set that held more than CKVO_GROUPS_SHRINK groups
- * since it was last sized is sized again once fewer than 1/16 of that peak
- * remain: reset when empty, else rebuilt around what is left (table.c). At
- * least 15/16 of the peak went between two resizes, so the copy is
- * amortized O(1) per removal; a hub whose few groups come and go never
- * reallocates.
- */
-#define CKVO_GROUPS_SHRINK 1024u
-
-static void
-groups_removed(ck_hs_t *set, uint32_t *peak)
-{
-	unsigned long count = ck_hs_count(set);
-
-	if (*peak <= CKVO_GROUPS_SHRINK || count * 16 >= *peak)
-		return;
-	/* Out of memory: it keeps its size until the next removal tries again. */
-	if (count == 0 ? ck_hs_reset_size(set, 32) : ckvo__groups_resize(set))
-		*peak = (uint32_t)count;
-}
-
-static void
-groups_added(ck_hs_t *set, uint32_t *peak)
-{
-	if (ck_hs_count(set) > *peak)
-		*peak = (uint32_t)ck_hs_count(set);
-}
-
-static struct ckvo_owner_group *
-owner_group_get(struct ckvo_hub *hub, const void *owner, bool create)
-{
-	struct ckvo_owner_group probe = { .owner = owner };
-	unsigned long hash = ckvo__group_hash(&hub->owners, owner);
-	struct ckvo_owner_group *group = ck_hs_get(&hub->owners, hash, &probe);
-
-	if (group != NULL || !create)
-		return group;
-	group = calloc(1, sizeof(*group));
-	if (group == NULL)
-		return NULL;
-	group->owner = owner;
-	if (!ck_hs_put(&hub->owners, hash, group)) {
-		free(group);
-		return NULL;
-	}
-	groups_added(&hub->owners, &hub->owners_peak);
-	return group;
-}
-
-static void
-owner_group_free(ck_epoch_entry_t *entry)
-{
-	free(CKVO_CONTAINER(struct ckvo_owner_group, retire, entry));
-}
-
-static void
-owner_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_owner_group *group)
-{
-	if (group->count != 0)
-		return;
-	(void)ck_hs_remove(&hub->owners, ckvo__group_hash(&hub->owners, group->owner), group);
-	free(group->members);
-	group->members = NULL;
-	/* A listing may still read `owner` through an observation that just left (listing.c). */
-	ckvo__retire(hub, &group->retire, owner_group_free);
-	groups_removed(&hub->owners, &hub->owners_peak);
-}
-
-/* Makes room for one more member; false when out of memory. */
-static bool
-owner_group_reserve(struct ckvo_owner_group *group)
-{
-	uint32_t capacity;
-	struct ckvo_observation **grown;
-
-	if (group->count < group->capacity)
-		return true;
-	if (group->capacity > UINT32_MAX / 2)
-		return false;
-	capacity = group->capacity == 0 ? 4 : group->capacity * 2;
-	grown = realloc(group->members, (size_t)capacity * sizeof(*grown));
-	if (grown == NULL)
-		return false;
-	group->members = grown;
-	group->capacity = capacity;
-	return true;
-}
-
-/* Takes `obs` out of its owner's group (the last member fills its place). */
-static void
-owner_group_leave(struct ckvo_hub *hub, struct ckvo_observation *obs)
-{
-	struct ckvo_owner_group *group = obs->owner_group;
-	struct ckvo_observation *last = group->members[--group->count];
-
-	group->members[obs->owner_index] = last;
-	last->owner_index = obs->owner_index;
-	owner_group_drop_if_empty(hub, group);
-}
-
-static struct ckvo_object_group *
-object_group_get(struct ckvo_hub *hub, const void *object, bool create)
-{
-	struct ckvo_object_group probe = { .object = object };
-	unsigned long hash = ckvo__group_hash(&hub->objects, object);
-	struct ckvo_object_group *group = ck_hs_get(&hub->objects, hash, &probe);
-
-	if (group != NULL || !create)
-		return group;
-	group = calloc(1, sizeof(*group));
-	if (group == NULL)
-		return NULL;
-	group->object = object;
-	if (!ck_hs_put(&hub->objects, hash, group)) {
-		free(group);
-		return NULL;
-	}
-	groups_added(&hub->objects, &hub->objects_peak);
-	return group;
-}
-
-static void
-object_group_drop_if_empty(struct ckvo_hub *hub, struct ckvo_object_group *group)
-{
-	if (group->head != NULL)
-		return;
-	(void)ck_hs_remove(&hub->objects, ckvo__group_hash(&hub->objects, group->object), group);
-	free(group);
-	groups_removed(&hub->objects, &hub->objects_peak);
-}
-
-/* ---------------------------------------------------------------- slots */
-
-static struct ckvo_slot *
-slot_find(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const void *object)
-{
-	if (object == NULL)
-		return info->wildcard;
-	if (info->hint != NULL && info->hint->id.object == object)
-		return info->hint;
-	return ckvo__slotmap_get(&hub->slots, object, info->id);
-}
-
-/* A new, empty, unpublished slot with a list holding room for one observer. */
-static struct ckvo_slot *
-slot_create(struct ckvo_keyinfo *info, const void *object)
-{
-	struct ckvo_slot *slot = calloc(1, sizeof(*slot));
-
-	if (slot == NULL)
-		return NULL;
-	slot->list = ckvo__list_create(0);
-	if (slot->list == NULL) {
-		free(slot);
-		return NULL;
-	}
-	slot->id.object = object;
-	slot->id.key = info->id;
-	slot->keyinfo = info;
-	return slot;
-}
-
-/* Makes a filled slot reachable by readers; false (nothing published) when out of memory. */
-static bool
-slot_publish(struct ckvo_hub *hub, struct ckvo_slot *slot)
-{
-	struct ckvo_keyinfo *info = slot->keyinfo;
-	struct ckvo_object_group *group;
-
-	CKVO_TSAN_RELEASE(slot);
-	CKVO_TSAN_RELEASE(slot->list);
-	ck_pr_fence_store();
-	if (slot->id.object == NULL) {
-		ck_pr_store_ptr(&info->wildcard, slot);
-		return true;
-	}
-
-	group = object_group_get(hub, slot->id.object, true);
-	if (group == NULL)
-		return false;
-	if (!ckvo__slotmap_put(hub, &hub->slots, slot)) {
-		object_group_drop_if_empty(hub, group);
-		return false;
-	}
-	slot->group = group;
-	slot->group_next = group->head;
-	if (group->head != NULL)
-		group->head->group_prev = slot;
-	group->head = slot;
-	ckvo__writer_add(&info->object_slots, 1);
-	ck_pr_store_ptr(&info->hint, slot);
-	return true;
-}
-
-/* Unpublishes an empty slot and retires it with its list. */
-static void
-slot_drop(struct ckvo_hub *hub, struct ckvo_slot *slot)
-{
-	struct ckvo_keyinfo *info = slot->keyinfo;
-
-	if (slot->id.object == NULL) {
-		ck_pr_store_ptr(&info->wildcard, NULL);
-	} else {
-		struct ckvo_object_group *group = slot->group;
-
-		if (ck_pr_load_ptr(&info->hint) == slot)
-			ck_pr_store_ptr(&info->hint, NULL);
-		ckvo__slotmap_remove(hub, &hub->slots, slot);
-		ckvo__writer_add(&info->object_slots, -1);
-		if (slot->group_prev != NULL)
-			slot->group_prev->group_next = slot->group_next;
-		else
-			group->head = slot->group_next;
-		if (slot->group_next != NULL)
-			slot->group_next->group_prev = slot->group_prev;
-		object_group_drop_if_empty(hub, group);
-	}
-	ckvo__retire_list(hub, slot->list);
-	ckvo__retire_slot(hub, slot);
-}
-
-/* --------------------------------------------------------- observations */
-
-/* Whether `obs` is in hub->identities: its registration did not promise a unique context. */
-static inline bool
-observation_indexed(ckvo_options_t options)
-{
-	return (options & CKVO_OPTION_UNIQUE_CONTEXT) == 0;
-}
-
-/* Counts an observation in its key's probe (ckvo_probe_t), by `delta` (under the lock). */
-static void
-key_count(struct ckvo_keyinfo *info, ckvo_options_t options, int delta)
-{
-	ckvo__writer_add(&info->probe.observations, delta);
-	if ((options & CKVO_OPTION_PRIOR) != 0)
-		ckvo__writer_add(&info->probe.prior_observations, delta);
-}
-
-/*
- * Moves the state of `obs` to REMOVED and returns the state it had. Only a
- * reader's LIVE -> DEFERRED can race with this, so the loop ends at once or
- * after that one change.
- */
-static unsigned int
-observation_mark_removed(struct ckvo_observation *obs)
-{
-	uint64_t tag = ck_pr_load_64(&obs->tag);
-
-	while (!ck_pr_cas_64_value(&obs->tag, tag,
-	    (tag & ~(uint64_t)CKVO_TAG_STATE_MASK) | CKVO_STATE_REMOVED, &tag))
-		;
-	return ckvo__tag_state(tag);
-}
-
-/*
- * Removes `obs` from every index and its list. Returns the state it had:
- * the caller retires it if that was LIVE (a DEFERRED one is retired by the
- * drain, which owns it).
- */
-static unsigned int
-observation_unlink(struct ckvo_hub *hub, struct ckvo_observation *obs)
-{
-	unsigned int previous = observation_mark_removed(obs);
-	ckvo_options_t options = ckvo__tag_options(obs->tag);
-	struct ckvo_slot *slot = obs->slot;
-	struct ckvo_keyinfo *info = slot->keyinfo;
-
-	if (observation_indexed(options))
-		ckvo__identity_remove(hub, obs);
-	if (obs->owner_group != NULL)
-		owner_group_leave(hub, obs);
-
-	ckvo__list_remove(hub, slot, obs);
-	if (previous == CKVO_STATE_DEFERRED) {
-		/*
-		 * The reader that deferred it counted it in the slot. Uncount it
-		 * only now that its entry is cleared: a dispatch that reads the
-		 * lower count then reads the cleared entry (dispatch.c).
-		 */
-		ck_pr_fence_store();
-		ck_pr_dec_64(&slot->deferred);
-	}
-	if (slot->live == 0)
-		slot_drop(hub, slot);
-	key_count(info, options, -1);
-	hub->observations--;
-	return previous;
-}
-
-/*
- * Removes `obs` and returns whether this call ended it. False when a reader
- * deferred it first: that deferral is the removal that succeeded, and the
- * drain retires it.
- */
-static bool
-observation_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
-{
-	if (observation_unlink(hub, obs) != CKVO_STATE_LIVE)
-		return false;
-	/* Removed by a release of this hub: a follow-up of that release (release.c). */
-	obs->origin = ckvo__release_origin(hub);
-	ckvo__retire_observation(hub, obs);
-	return true;
-}
-
-void
-ckvo__drain_deferred(struct ckvo_hub *hub)
-{
-	ck_stack_entry_t *cursor;
-
-	/* Usually empty: a plain load spares every lock an atomic exchange. */
-	if (ck_pr_load_ptr(&hub->deferred.head) == NULL)
-		return;
-	cursor = ck_stack_batch_pop_upmc(&hub->deferred);
-	while (cursor != NULL) {
-		struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, link, cursor);
-
-		CKVO_TSAN_ACQUIRE(obs);
-		/* Written by the reader's push: an atomic load says so to TSan. */
-		cursor = ck_pr_load_ptr(&cursor->next);
-		if (ckvo__tag_state(ck_pr_load_64(&obs->tag)) == CKVO_STATE_DEFERRED)
-			(void)observation_unlink(hub, obs);
-		ckvo__retire_observation(hub, obs);
-	}
-}
-
-bool
-ckvo__remove_all(struct ckvo_hub *hub)
-{
-	bool removed = false;
-
-	struct ckvo_token_dir *dir = hub->tokens.dir;
-
-	for (uint32_t p = 0; dir != NULL && p < dir->capacity; p++) {
-		struct ckvo_token_page *page = dir->pages[p];
-
-		for (uint32_t i = 0; page != NULL && i < CKVO_TOKEN_PAGE_SIZE; i++) {
-			struct ckvo_observation *obs = &page->records[i];
-			unsigned int state = ckvo__tag_state(ck_pr_load_64(&obs->tag));
-
-			/* DEFERRED ones too: unlinked here, retired by the drain. */
-			if (state == CKVO_STATE_LIVE || state == CKVO_STATE_DEFERRED) {
-				observation_remove(hub, obs);
-				removed = true;
-			}
-		}
-	}
-	return removed;
-}
-
-/*
- * Installs an observation under the writer lock. Everything that can fail
- * comes first; the observation becomes visible to dispatch (list append,
- * slot publication) and then, going LIVE, to token lookups, in that order.
- * `*result` is the new observation, or on CKVO_EEXIST the duplicate, whose
- * token the caller returns; on any other failure nothing is left installed.
- */
-static ckvo_status_t
-observe_locked(struct ckvo_hub *hub, struct ckvo_keyinfo *info, const struct ckvo_identity *identity,
-    ckvo_options_t options, ckvo_release_t release, struct ckvo_observation **result,
-    ckvo_token_t *token)
-{
-	struct ckvo_observation **existing = result;
-	bool indexed = observation_indexed(options);
-	struct ckvo_owner_group *group = NULL;
-	struct ckvo_slot *slot, *new_slot = NULL;
-	struct ckvo_observation *obs;
-	uint64_t tag;
-
-	*existing = NULL;
-	/* A removal a reader queues later relies on it (reclaimer.c). */
-	if (!ckvo__reclaimer_start(hub))
-		return CKVO_ENOMEM;
-	if (indexed) {
-		if (!ckvo__identity_reserve(hub))
-			return CKVO_ENOMEM;
-		*existing = ckvo__identity_find(hub, identity);
-		if (*existing != NULL) {
-			if (ckvo__tag_state(ck_pr_load_64(&(*existing)->tag)) == CKVO_STATE_LIVE)
-				return CKVO_EEXIST;
-			/* Marked dead by a reader but not drained yet: its drain retires it. */
-			(void)observation_unlink(hub, *existing);
-			*existing = NULL;
-		}
-	}
-	if (identity->owner != NULL) {
-		group = owner_group_get(hub, identity->owner, true);
-		if (group == NULL)
-			return CKVO_ENOMEM;
-		if (!owner_group_reserve(group)) {
-			owner_group_drop_if_empty(hub, group);
-			return CKVO_ENOMEM;
-		}
-	}
-	obs = ckvo__token_take(hub);
-	if (obs == NULL) {
-		if (group != NULL)
-			owner_group_drop_if_empty(hub, group);
-		return CKVO_ENOMEM;
-	}
-	tag = ckvo__tag_make(ckvo__tag_generation(obs->tag), options, CKVO_STATE_INSTALLING);
-	ck_pr_store_64(&obs->tag, tag);
-	obs->context = identity->context;
-	obs->release = release;
-	obs->owner_group = NULL;
-	obs->seq = ++hub->next_seq;
-	obs->origin = 0;
-	obs->identity = identity->hash;
-
-	slot = slot_find(hub, info, identity->object);
-	if (slot == NULL)
-		slot = new_slot = slot_create(info, identity->object);
-	obs->slot = slot;
-
-	/*
-	 * The caller's token is written before a callback on another thread
-	 * can run for this observation; counted before it can be seen, so
-	 * has_observers is never falsely negative.
-	 */
-	if (token != NULL)
-		*token = ckvo__token_of(obs, tag);
-	key_count(info, options, 1);
-	/*
-	 * From the append on, a dispatch may call the observation, and its
-	 * callback may defer its own removal before we finish: PUBLISHED lets
-	 * that deferral through (ckvo_unobserve_deferred), and going LIVE below
-	 * then fails, leaving it to the drain. Nothing before the append can
-	 * hand the token to a callback, so the failure path below never meets
-	 * a deferral.
-	 */
-	tag = ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_PUBLISHED);
-	ck_pr_store_64(&obs->tag, tag);
-	if (slot == NULL || !ckvo__list_append(hub, slot, obs, identity->callback) ||
-	    (new_slot != NULL && !slot_publish(hub, new_slot))) {
-		key_count(info, options, -1);
-		if (token != NULL)
-			*token = 0;
-		if (new_slot != NULL) {
-			free(new_slot->list);
-			free(new_slot);
-		}
-		if (group != NULL)
-			owner_group_drop_if_empty(hub, group);
-		/* Never reachable by readers: back to its page at once. */
-		ckvo__token_return(hub, obs);
-		return CKVO_ENOMEM;
-	}
-
-	if (indexed)
-		ckvo__identity_insert(hub, obs);
-	if (group != NULL) {
-		obs->owner_group = group;
-		obs->owner_index = group->count;
-		group->members[group->count++] = obs;
-	}
-	hub->observations++;
-	*result = obs;
-	/*
-	 * The observation is complete before a reader can find it LIVE by
-	 * token. A compare-and-swap: a callback may have deferred it meanwhile
-	 * (PUBLISHED -> DEFERRED); then it stays DEFERRED, on hub->deferred,
-	 * and the next writer's drain removes it like any deferred one.
-	 */
-	CKVO_TSAN_RELEASE(obs);
-	ck_pr_fence_store();
-	(void)ck_pr_cas_64(&obs->tag, tag,
-	    ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_LIVE));
-	return CKVO_OK;
-}
+#include "engine.h"
 
 ckvo_status_t
 ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t options,
@@ -530,7 +46,7 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 
 	if (hub == NULL || callback == NULL || (options & ~CKVO_OPTIONS_ALL) != 0)
 		return CKVO_EINVAL;
-	info = ckvo__key_lookup(hub, key);
+	info = ckvo__key_lookup(&hub->registry, key);
 	if (info == NULL)
 		return CKVO_EINVAL;
 	if (initial) {
@@ -541,33 +57,34 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 			return CKVO_ENOMEM;
 	}
 
-	if (observation_indexed(options))
+	if (ckvo__observation_indexed(options))
 		identity.hash = ckvo__identity_hash(&identity);
-	ckvo__hub_lock(hub);
-	status = observe_locked(hub, info, &identity, options, release, &obs, token);
+	ckvo__session_begin(hub);
+	/* A removal a reader queues later relies on it (reclaimer.c). */
+	if (CKVO_UNLIKELY(!hub->reclaimer_running) && !ckvo__reclaimer_start(hub))
+		status = CKVO_ENOMEM;
+	else
+		status = ckvo__registry_add(&hub->registry, info, &identity, options, release, &obs,
+		    token);
 	if (status == CKVO_EEXIST) {
 		if (token != NULL)
 			*token = ckvo__token_of(obs, obs->tag);
-		ckvo__hub_unlock(hub);
+		ckvo__session_commit(hub, NULL);
 		return status;
 	}
-	if (status != CKVO_OK) {
-		ckvo__hub_unlock(hub);
+	if (status != CKVO_OK || !initial) {
+		ckvo__session_commit(hub, NULL);
 		return status;
-	}
-	if (!initial) {
-		ckvo__hub_unlock(hub);
-		return CKVO_OK;
 	}
 
 	/*
-	 * Enter a read section before unlocking: from then on another thread
+	 * Enter a read section before the commit: from then on another thread
 	 * may remove and retire `obs`, and the section keeps it alive for us.
 	 */
 	getter = info->getter;
 	ckvo__read_begin(record);
-	/* Inside the section: this unlock queues releases but runs none (release.c). */
-	ckvo__hub_unlock(hub);
+	/* Inside the section: this commit queues releases but runs none (release.c). */
+	ckvo__session_commit(hub, NULL);
 	if (ckvo__tag_state(ck_pr_load_64(&obs->tag)) == CKVO_STATE_LIVE) {
 		ckvo_change_t change = {
 			.object = object,
@@ -584,10 +101,10 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 		ckvo__thread.depth--;
 	}
 	ckvo__read_end(record);
-	/* What the unlock queued runs now, outside the section (or on the background thread). */
+	/* What the commit queued runs now, outside the section (or on the background thread). */
 	if (ck_pr_load_ptr(&hub->queue_head) != NULL && !ckvo__in_read_section()) {
-		ckvo__hub_lock(hub);
-		ckvo__hub_unlock(hub);
+		ckvo__session_begin(hub);
+		ckvo__session_commit(hub, NULL);
 	}
 	return CKVO_OK;
 }
@@ -595,20 +112,14 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 ckvo_status_t
 ckvo_unobserve(ckvo_hub_t *hub, ckvo_token_t token)
 {
-	struct ckvo_observation *obs;
-	ckvo_status_t status = CKVO_ENOENT;
-	uint64_t tag;
+	struct ckvo_unlinked removed = CKVO_UNLINKED_INITIALIZER;
+	ckvo_status_t status;
 
 	if (hub == NULL)
 		return CKVO_EINVAL;
-	ckvo__hub_lock(hub);
-	obs = ckvo__token_find(hub, token, &tag);
-	if (obs != NULL && ckvo__tag_state(tag) == CKVO_STATE_LIVE) {
-		/* A reader may defer it after the check: then only that one succeeded. */
-		if (observation_remove(hub, obs))
-			status = CKVO_OK;
-	}
-	ckvo__hub_unlock(hub);
+	ckvo__session_begin(hub);
+	status = ckvo__registry_remove(&hub->registry, token, &removed);
+	ckvo__session_commit(hub, &removed);
 	return status;
 }
 
@@ -632,150 +143,52 @@ ckvo_unobserve_sync(ckvo_hub_t *hub, ckvo_token_t token)
 	 * this thread's runner reaches next (release.c), so a chain of such
 	 * releases runs in a loop, not a recursion. Also after CKVO_ENOENT: a
 	 * deferred removal may have won the race for this token (and the drain
-	 * under our lock unlinked it), while the callback that deferred it is
+	 * of our session unlinked it), while the callback that deferred it is
 	 * still running.
 	 */
-	ckvo__reclaim_flush(hub, ckvo__thread.releasing == 0);
+	ckvo__session_flush(hub, !ckvo__releasing());
 	return status;
-}
-
-/*
- * ck_stack_push_upmc, with the link written by an atomic store: the writer
- * that drains the stack later writes the same link (it chains the record
- * into its retired list), and the compare-and-swap that publishes the push
- * orders the two, which ThreadSanitizer cannot see through CK's assembly.
- * The push that makes the stack non-empty wakes the background reclaimer,
- * which then carries the removal out if no writer does first (reclaimer.c).
- */
-static void
-deferred_push(struct ckvo_hub *hub, struct ckvo_observation *obs)
-{
-	ck_stack_entry_t *head;
-
-	do {
-		head = ck_pr_load_ptr(&hub->deferred.head);
-		ck_pr_store_ptr(&obs->link.next, head);
-		/* The link, and the state before it, are visible before the push. */
-		ck_pr_fence_store();
-	} while (!ck_pr_cas_ptr(&hub->deferred.head, head, &obs->link));
-	if (head == NULL)
-		ckvo__reclaimer_wake(hub);
 }
 
 ckvo_status_t
 ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 {
-	ck_epoch_record_t *record;
-	struct ckvo_observation *obs;
-	ckvo_status_t status = CKVO_ENOENT;
-	uint64_t tag;
+	ckvo_status_t status;
+	bool first;
 
 	if (hub == NULL)
 		return CKVO_EINVAL;
-	record = ckvo__thread_record();
-	if (record == NULL)
-		return CKVO_ENOMEM;
-
-	ckvo__read_begin(record);
-	obs = ckvo__token_find(hub, token, &tag);
-	/* PUBLISHED: its own callback, called before its registration finished (observe_locked). */
-	if (obs != NULL && (ckvo__tag_state(tag) == CKVO_STATE_LIVE ||
-	    ckvo__tag_state(tag) == CKVO_STATE_PUBLISHED)) {
-		/*
-		 * Make dispatches check states in this slot until a writer has
-		 * unlinked it, and do so before the state changes: a dispatch
-		 * that finds the slot's count zero then finds the observation
-		 * still live, so once the state says DEFERRED every dispatch
-		 * that starts skips it. The slot outlives this section even if a
-		 * writer unlinks the observation meanwhile (the counter then
-		 * returns to zero after a transient wrap, which only makes
-		 * readers careful).
-		 */
-		ck_pr_inc_64(&obs->slot->deferred);
-		for (;;) {
-			uint64_t base = tag & ~(uint64_t)CKVO_TAG_STATE_MASK, seen;
-
-			/* Fails if the tag changed: removed, deferred, went LIVE, or (never here) reused. */
-			if (ck_pr_cas_64_value(&obs->tag, tag, base | CKVO_STATE_DEFERRED, &seen)) {
-				/* Pairs with the acquire in ckvo__drain_deferred. */
-				CKVO_TSAN_RELEASE(obs);
-				deferred_push(hub, obs);
-				status = CKVO_OK;
-				break;
-			}
-			/* Its registration finished meanwhile (PUBLISHED -> LIVE): once more. */
-			if (ckvo__tag_state(tag) == CKVO_STATE_PUBLISHED &&
-			    seen == (base | CKVO_STATE_LIVE)) {
-				tag = seen;
-				continue;
-			}
-			ck_pr_dec_64(&obs->slot->deferred); /* removed or deferred already */
-			break;
-		}
-	}
-	ckvo__read_end(record);
+	status = ckvo__registry_defer(&hub->registry, token, &first);
+	/* The reclaimer carries the removal out if no writer does first (reclaimer.c). */
+	if (first)
+		ckvo__session_wake(hub);
 	return status;
-}
-
-/* Removes every observation of `slot`, newest first; the last removal drops the slot. */
-static void
-slot_remove_all(struct ckvo_hub *hub, struct ckvo_slot *slot)
-{
-	struct ckvo_list *list = NULL;
-	uint32_t i = 0;
-
-	for (;;) {
-		bool last = slot->live == 1;
-
-		if (slot->list != list) {
-			/* A removal compacted the list: continue from the end of the new one. */
-			list = slot->list;
-			i = list->count;
-		}
-		while (list->items[i - 1].observation == 0)
-			i--;
-		observation_remove(hub, ckvo__entry_observation(list->items[--i].observation));
-		if (last)
-			return;
-	}
 }
 
 ckvo_status_t
 ckvo_unobserve_object(ckvo_hub_t *hub, const void *object)
 {
-	struct ckvo_object_group *group;
-	ckvo_status_t status = CKVO_ENOENT;
+	struct ckvo_unlinked removed = CKVO_UNLINKED_INITIALIZER;
+	ckvo_status_t status;
 
 	if (hub == NULL || object == NULL)
 		return CKVO_EINVAL;
-	ckvo__hub_lock(hub);
-	/* Dropping an object's last slot frees its group: the lookup then fails. */
-	while ((group = object_group_get(hub, object, false)) != NULL) {
-		slot_remove_all(hub, group->head);
-		status = CKVO_OK;
-	}
-	ckvo__hub_unlock(hub);
+	ckvo__session_begin(hub);
+	status = ckvo__registry_remove_object(&hub->registry, object, &removed);
+	ckvo__session_commit(hub, &removed);
 	return status;
 }
 
 ckvo_status_t
 ckvo_unobserve_owner(ckvo_hub_t *hub, const void *owner)
 {
-	struct ckvo_owner_group *group;
-	ckvo_status_t status = CKVO_ENOENT;
+	struct ckvo_unlinked removed = CKVO_UNLINKED_INITIALIZER;
+	ckvo_status_t status;
 
 	if (hub == NULL || owner == NULL)
 		return CKVO_EINVAL;
-	ckvo__hub_lock(hub);
-	group = owner_group_get(hub, owner, false);
-	if (group != NULL) {
-		/* Newest first; the group is freed together with its last observation. */
-		uint32_t count = group->count;
-
-		while (count-- > 0)
-			observation_remove(hub, group->members[count]);
-		status = CKVO_OK;
-	}
-	ckvo__hub_unlock(hub);
+	ckvo__session_begin(hub);
+	status = ckvo__registry_remove_owner(&hub->registry, owner, &removed);
+	ckvo__session_commit(hub, &removed);
 	return status;
 }

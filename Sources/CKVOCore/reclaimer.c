@@ -1,28 +1,31 @@
 /*
  * reclaimer.c — each hub's background reclaimer: releases run promptly even
- * when the process makes no further call into the library.
+ * when the process makes no further call into the library. It only drives
+ * the writer session (session.c: drain, poll) and the release runner
+ * (release.c); it changes nothing itself.
  *
- * Invariants
- * ----------
+ * Invariants it alone keeps
+ * -------------------------
  * - The thread exists from a hub's first registration on (ckvo_observe
  *   refuses with CKVO_ENOMEM if it cannot be started), so a removal queued
  *   by a reader, which can neither take the lock nor start a thread, always
  *   has a thread to carry it out.
- * - A writer that leaves retired entries pending when it unlocks arms the
- *   reclaimer, under the hub lock, and wakes it. Armed means "will poll
- *   again without being woken", so a burst of removals costs one wake-up,
- *   and steady churn, which keeps entries pending, costs none (a flag test
- *   per unlock).
+ * - A session that leaves retired entries pending when it commits arms the
+ *   reclaimer (session.c), under the hub lock: hub->armed, and a wake-up.
+ *   The thread clears hub->armed only when it goes idle, after one whole
+ *   period without work; it then has the session settle the spare token
+ *   pages kept for records in flight (token.c), so a lull between bursts
+ *   of churn does not free pages the next burst would allocate again.
  * - A reader whose ckvo_unobserve_deferred takes the hub's queue of
  *   deferred removals from empty to non-empty wakes the thread too, with
  *   no lock and no allocation: it increments hub->wakeups and wakes the
- *   futex on that word. Idle, the thread reads hub->wakeups, then checks
- *   for work under the lock, then sleeps on the futex only while the word
- *   still holds what it read: a push after the check changed the word, so
- *   no wake-up is lost.
+ *   futex on that word (ckvo__session_wake). Idle, the thread reads
+ *   hub->wakeups, then checks for work under the lock, then sleeps on the
+ *   futex only while the word still holds what it read: a push after the
+ *   check changed the word, so no wake-up is lost.
  * - Armed or woken, the thread sleeps CKVO_RECLAIM_PERIOD_NS (removals
- *   arriving meanwhile join the batch), then, under the lock, carries out
- *   queued deferred removals and polls (reclaim.c), and runs the hub's
+ *   arriving meanwhile join the batch), then, under the lock, has the
+ *   session carry out queued deferred removals and poll, and runs the hub's
  *   release queue as its runner (release.c) unless another thread is:
  *   those releases run on this thread. It repeats while anything is
  *   pending or queued and goes idle when nothing is.
@@ -59,12 +62,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "engine.h"
 
 #ifdef CKVO_TSAN
 /* Set in a fork child: see the last invariant above. */
 static bool no_thread_after_fork;
 #endif
+
+/* The hub whose reclaimer this thread is, or NULL. */
+static __thread struct ckvo_hub *reclaiming __attribute__((tls_model("initial-exec")));
 
 bool
 ckvo__reclaimer_init(struct ckvo_hub *hub)
@@ -81,38 +87,10 @@ ckvo__reclaimer_init(struct ckvo_hub *hub)
 	return ok;
 }
 
-/* Whether a pass has work: retired entries, queued releases, or removals readers queued. */
-static bool
-reclaim_wanted(struct ckvo_hub *hub)
+bool
+ckvo__reclaimer_is_current(const struct ckvo_hub *hub)
 {
-	return ckvo__reclaim_pending(hub) != 0 || ckvo__release_queued(hub) ||
-	    ck_pr_load_ptr(&hub->deferred.head) != NULL;
-}
-
-void
-ckvo__reclaimer_wake(struct ckvo_hub *hub)
-{
-	/* Locked increment: ordered after the caller's push, before the wake. */
-	ck_pr_inc_32(&hub->wakeups);
-	(void)syscall(SYS_futex, &hub->wakeups, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-/* With the lock held: returns, holding it, once there is work or the thread is stopped. */
-static void
-wait_for_work(struct ckvo_hub *hub)
-{
-	for (;;) {
-		uint32_t seen = ck_pr_load_32(&hub->wakeups);
-
-		/* Read the word before looking for work: see the invariants. */
-		ck_pr_fence_load();
-		if (hub->reclaimer_stopped || reclaim_wanted(hub))
-			return;
-		hub->reclaimer_armed = false;
-		(void)pthread_mutex_unlock(&hub->lock);
-		(void)syscall(SYS_futex, &hub->wakeups, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-		(void)pthread_mutex_lock(&hub->lock);
-	}
+	return reclaiming == hub;
 }
 
 /* Sleeps one period with the lock released meanwhile; false once stopped. */
@@ -133,31 +111,61 @@ sleep_one_period(struct ckvo_hub *hub)
 	return !hub->reclaimer_stopped;
 }
 
+/* With the lock held: returns, holding it, once there is work or the thread is stopped. */
+static void
+wait_for_work(struct ckvo_hub *hub)
+{
+	bool quiet = false;
+
+	for (;;) {
+		uint32_t seen = ck_pr_load_32(&hub->wakeups);
+
+		/* Read the word before looking for work: see the invariants. */
+		ck_pr_fence_load();
+		if (hub->reclaimer_stopped || ckvo__session_wanted(hub))
+			return;
+		if (!quiet) {
+			/* One quiet period first: a lull between bursts is not the end of them. */
+			quiet = true;
+			if (!sleep_one_period(hub))
+				return;
+			continue;
+		}
+		/* Going idle: nothing is in flight, the spares kept for it go (session.c). */
+		ckvo__session_settle(hub);
+		/* The pages it freed wait for a grace period: one more pass for them. */
+		if (ckvo__session_wanted(hub))
+			return;
+		hub->armed = false;
+		(void)pthread_mutex_unlock(&hub->lock);
+		(void)syscall(SYS_futex, &hub->wakeups, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+		(void)pthread_mutex_lock(&hub->lock);
+	}
+}
+
+
 static void *
 reclaimer_main(void *argument)
 {
 	struct ckvo_hub *hub = argument;
 	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
 
-	ckvo__thread.reclaiming = hub;
+	reclaiming = hub;
 	(void)pthread_mutex_lock(&hub->lock);
 	for (;;) {
 		wait_for_work(hub);
 		if (!sleep_one_period(hub))
 			break;
 
-		ckvo__thread.writing = hub;
-		ckvo__drain_deferred(hub);
-		if (ckvo__reclaim_pending(hub) != 0)
-			ckvo__reclaim_poll(hub, &ready);
+		/* Deferred removals and a poll: what is ready is queued (session.c). */
+		ckvo__session_pass(hub, &ready);
 		/* Runs the queue as the hub's runner unless another thread is (release.c). */
 		ckvo__release_run(hub);
-		ckvo__thread.writing = NULL;
-		if (ready.entries == NULL)
+		if (ready.memory == NULL)
 			continue;
 
 		(void)pthread_mutex_unlock(&hub->lock);
-		ckvo__reclaim_finish(&ready);
+		ckvo__ready_free(&ready);
 		(void)pthread_mutex_lock(&hub->lock);
 	}
 	(void)pthread_mutex_unlock(&hub->lock);
@@ -184,17 +192,6 @@ ckvo__reclaimer_start(struct ckvo_hub *hub)
 }
 
 void
-ckvo__reclaimer_arm(struct ckvo_hub *hub)
-{
-	/* Without a thread the next writer tries again; flush and destroy release regardless. */
-	(void)ckvo__reclaimer_start(hub);
-	if (!hub->reclaimer_running)
-		return;
-	hub->reclaimer_armed = true;
-	ckvo__reclaimer_wake(hub);
-}
-
-void
 ckvo__reclaimer_stop(struct ckvo_hub *hub)
 {
 	bool running;
@@ -203,9 +200,9 @@ ckvo__reclaimer_stop(struct ckvo_hub *hub)
 	hub->reclaimer_stopped = true;
 	running = hub->reclaimer_running;
 	hub->reclaimer_running = false;
-	hub->reclaimer_armed = false;
+	hub->armed = false;
 	(void)pthread_cond_broadcast(&hub->wake);
-	ckvo__reclaimer_wake(hub);
+	ckvo__session_wake(hub);
 	(void)pthread_mutex_unlock(&hub->lock);
 	/* It finishes the batch it may be running, then sees the flag. */
 	if (running)
@@ -220,9 +217,8 @@ ckvo__reclaimer_after_fork_child(struct ckvo_hub *hub)
 #endif
 	(void)ckvo__reclaimer_init(hub);
 	hub->reclaimer_running = false;
-	hub->reclaimer_armed = false;
-	if (ckvo__reclaim_pending(hub) != 0 || ckvo__release_queued(hub))
-		ckvo__reclaimer_arm(hub);
-	else if (hub->observations != 0)
+	hub->armed = false;
+	/* A new thread looks for work before it first sleeps: no wake-up needed. */
+	if (ckvo__session_wanted(hub) || hub->registry.observations != 0)
 		(void)ckvo__reclaimer_start(hub);
 }

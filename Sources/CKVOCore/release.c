@@ -1,11 +1,13 @@
 /*
  * release.c — the release runner: user `release` callbacks run from a
- * queue, one runner per hub at a time, iteratively.
+ * queue, one runner per hub at a time, iteratively. The stop of an
+ * observation's life after its grace period (session.c -> here), before
+ * its record is reused (token.c).
  *
- * Invariants
- * ----------
+ * Invariants it alone keeps
+ * -------------------------
  * - An observation whose grace period has passed is appended to its hub's
- *   queue, under the hub lock, by whoever found it ready (reclaim.c). Its
+ *   queue, under the hub lock, by whoever found it ready (session.c). Its
  *   position in the queue is its ticket: hub->queued counts observations
  *   ever queued, hub->taken those a runner took off the front, hub->done
  *   those whose release has returned and whose record went back to its
@@ -21,7 +23,7 @@
  *   same loop, on the same stack frame. Release depth is one.
  * - A thread becomes a runner only outside every read section (never
  *   inside a dispatch or an initial callback) and while it runs no release
- *   itself (ckvo__thread.releasing): a release never runs inside another
+ *   itself (runner_thread.releasing): a release never runs inside another
  *   callback, nor nested inside another release. The one exception is
  *   ckvo_hub_destroy called from a release of another hub: it must release
  *   everything of the hub it destroys, so it runs that hub's queue there.
@@ -39,14 +41,18 @@
  * - A runner runs up to a ticket: what was queued when it began, moved by
  *   the follow-ups of the releases it runs. It never takes over other
  *   threads' later work indefinitely: what is left queued when it stops is
- *   the background reclaimer's (reclaimer.c), armed by the unlock that
+ *   the background reclaimer's (reclaimer.c), armed by the commit that
  *   follows.
- * - A flush (reclaim.c) takes its ticket after queueing what it detached:
+ * - A flush (session.c) takes its ticket after queueing what it detached:
  *   it waits until `done` reaches that ticket, moved by follow-ups as
  *   above, and no further. While another thread is the runner it sleeps on
  *   hub->ran; when no thread is, it runs the queue itself up to its
  *   ticket. It never waits for work queued after it began other than the
  *   follow-ups of releases it waits for.
+ * - The runner takes the hub lock only to take chunks and give records back
+ *   (token.c): it never opens a writer session, never polls and never
+ *   carries out deferred removals, so running releases never re-enters the
+ *   session that queued them.
  * - Nothing is held privately across a callback the engine does not
  *   control except a runner's current chunk: a thread that exits inside an
  *   initial callback or a dispatch leaves the queue as it was, and the
@@ -54,10 +60,19 @@
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "engine.h"
 
 /* Observations a runner takes off the queue at once: one lock per chunk to give records back. */
 #define CKVO_RELEASE_CHUNK 64u
+
+/* This thread's part in running releases, across all hubs. */
+struct runner_thread {
+	unsigned int releasing;    /* release callbacks running on this thread */
+	struct ckvo_hub *running;  /* hub whose releases this thread runs (innermost) */
+	uint64_t position;         /* the ticket of the release it runs on `running` */
+};
+
+static __thread struct runner_thread runner_thread __attribute__((tls_model("initial-exec")));
 
 bool
 ckvo__release_init(struct ckvo_hub *hub)
@@ -97,16 +112,17 @@ queue_follow_up(struct ckvo_hub *hub, ck_stack_entry_t *link, uint64_t origin)
 }
 
 void
-ckvo__release_enqueue(struct ckvo_hub *hub, ck_stack_entry_t *head, ck_stack_entry_t *tail,
-    unsigned int count)
+ckvo__release_enqueue(struct ckvo_hub *hub, struct ckvo_parcels *parcels)
 {
 	ck_stack_entry_t *cursor, *next;
 
-	if (head == NULL)
+	if (parcels->head == NULL)
 		return;
-	tail->next = NULL;
-	hub->queued += count;
-	for (cursor = head; cursor != NULL; cursor = next) {
+	parcels->tail->next = NULL;
+	hub->queued += parcels->count;
+	cursor = parcels->head;
+	*parcels = (struct ckvo_parcels){ NULL, NULL, 0 };
+	for (; cursor != NULL; cursor = next) {
 		struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, link, cursor);
 
 		next = cursor->next;
@@ -121,7 +137,7 @@ ckvo__release_enqueue(struct ckvo_hub *hub, ck_stack_entry_t *head, ck_stack_ent
 uint64_t
 ckvo__release_origin(const struct ckvo_hub *hub)
 {
-	return ckvo__thread.running == hub && ckvo__thread.releasing != 0 ? ckvo__thread.position : 0;
+	return runner_thread.running == hub && runner_thread.releasing != 0 ? runner_thread.position : 0;
 }
 
 static void
@@ -146,7 +162,13 @@ waiter_remove(struct ckvo_hub *hub, struct ckvo_waiter *waiter)
 static bool
 may_run(void)
 {
-	return ckvo__thread.releasing == 0 && !ckvo__in_read_section();
+	return runner_thread.releasing == 0 && !ckvo__in_read_section();
+}
+
+bool
+ckvo__releasing(void)
+{
+	return runner_thread.releasing != 0;
 }
 
 /*
@@ -158,13 +180,13 @@ may_run(void)
 static void
 run(struct ckvo_hub *hub, uint64_t ticket)
 {
-	struct ckvo_hub *outer = ckvo__thread.running;
-	uint64_t outer_position = ckvo__thread.position;
+	struct ckvo_hub *outer = runner_thread.running;
+	uint64_t outer_position = runner_thread.position;
 	struct ckvo_waiter self;
 
 	hub->running = true;
 	hub->runner = pthread_self();
-	ckvo__thread.running = hub;
+	runner_thread.running = hub;
 	/* The follow-ups of the releases it runs move its ticket like any waiter's. */
 	waiter_add(hub, &self, ticket);
 	while (hub->done < self.ticket && hub->queue_head != NULL) {
@@ -184,40 +206,41 @@ run(struct ckvo_hub *hub, uint64_t ticket)
 		last->next = NULL;
 		hub->taken += count;
 
-		ckvo__thread.writing = NULL;
 		(void)pthread_mutex_unlock(&hub->lock);
 		/*
 		 * Every dispatch that could reach these observations left its read
-		 * section before the scan that made them ready (reclaim.c): pairs
+		 * section before the scan that made them ready (epoch.c): pairs
 		 * with the release in ckvo__read_end, for ThreadSanitizer, which
 		 * cannot see the epoch. What follows (the releases, then the records
 		 * given back and reused by later registrations through the hub
 		 * lock) happens after those dispatches' reads of the records.
 		 */
 		CKVO_TSAN_ACQUIRE(&ckvo__epoch);
-		ckvo__thread.releasing++;
+		runner_thread.releasing++;
 		for (cursor = chunk; cursor != NULL; cursor = cursor->next) {
 			struct ckvo_observation *obs =
 			    CKVO_CONTAINER(struct ckvo_observation, link, cursor);
 
 			/* Its ticket: what it queues is its follow-up (ckvo__release_enqueue). */
-			ckvo__thread.position = ++position;
+			runner_thread.position = ++position;
 			if (obs->release != NULL)
 				obs->release(obs->context);
 		}
-		ckvo__thread.releasing--;
-		ckvo__hub_lock(hub);
+		runner_thread.releasing--;
+		/* The lock only: deferred removals are the session's (session.c), not the runner's. */
+		(void)pthread_mutex_lock(&hub->lock);
 		for (cursor = chunk; cursor != NULL; cursor = next) {
 			next = cursor->next;
-			ckvo__token_return(hub, CKVO_CONTAINER(struct ckvo_observation, link, cursor));
+			ckvo__token_return(&hub->registry,
+			    CKVO_CONTAINER(struct ckvo_observation, link, cursor));
 		}
 		hub->done += count;
 		(void)pthread_cond_broadcast(&hub->ran);
 	}
 	waiter_remove(hub, &self);
 	hub->running = false;
-	ckvo__thread.running = outer;
-	ckvo__thread.position = outer_position;
+	runner_thread.running = outer;
+	runner_thread.position = outer_position;
 	(void)pthread_cond_broadcast(&hub->ran);
 }
 
@@ -240,9 +263,7 @@ ckvo__release_wait(struct ckvo_hub *hub, uint64_t ticket)
 			run(hub, self.ticket);
 			continue;
 		}
-		ckvo__thread.writing = NULL;
 		(void)pthread_cond_wait(&hub->ran, &hub->lock);
-		ckvo__thread.writing = hub;
 	}
 	waiter_remove(hub, &self);
 }

@@ -6,8 +6,8 @@
  * replaces a general hash set on the dispatch path: a probe is a hash, a
  * bucket load and the slot's own id, which the dispatch reads next anyway.
  *
- * Invariants
- * ----------
+ * Invariants it alone keeps
+ * -------------------------
  * - A bucket is NULL (empty: probes stop), a tombstone (a removed slot:
  *   probes go on) or a published slot. Live slots and tombstones fill at
  *   most 3/4 of a table, so every probe meets an empty bucket.
@@ -23,12 +23,12 @@
  *   3/4 of it, the writer copies the live slots into a new table, publishes
  *   it with one store after a store fence, and retires the old one: readers
  *   still probing it are in read sections, and nothing writes it any more.
- * - A removed slot is retired by its remover (observe.c), so a reader that
+ * - A removed slot is retired by its remover (registration.c), so a reader that
  *   loaded it before the tombstone may finish comparing it.
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "registry.h"
 
 #define SLOTMAP_MIN_CAPACITY 64u
 
@@ -83,7 +83,7 @@ table_free_bucket(const struct ckvo_slotmap_table *table, const void *object, ck
 
 /* Replaces the table by one with room for `count` + 1 live slots and no tombstones. */
 static bool
-slotmap_rebuild(struct ckvo_hub *hub, struct ckvo_slotmap *map)
+slotmap_rebuild(struct ckvo_registry *registry, struct ckvo_slotmap *map)
 {
 	struct ckvo_slotmap_table *old = map->table, *table;
 	uint32_t capacity = SLOTMAP_MIN_CAPACITY;
@@ -108,21 +108,22 @@ slotmap_rebuild(struct ckvo_hub *hub, struct ckvo_slotmap *map)
 	CKVO_TSAN_RELEASE(table);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&map->table, table);
-	ckvo__bytes(hub, (ptrdiff_t)table_size(capacity) - (ptrdiff_t)table_size(old->mask + 1));
-	ckvo__retire(hub, &old->retire, table_free);
-	ckvo__retire_large(hub, table_size(old->mask + 1));
+	ckvo__bytes(registry, (ptrdiff_t)table_size(capacity) - (ptrdiff_t)table_size(old->mask + 1));
+	ckvo__retire(registry->garbage, &old->retire, table_free);
+	ckvo__retire_large(registry->garbage, table_size(old->mask + 1));
 	return true;
 }
 
 bool
-ckvo__slotmap_put(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_slot *slot)
+ckvo__slotmap_put(struct ckvo_registry *registry, struct ckvo_slot *slot)
 {
+	struct ckvo_slotmap *map = &registry->slots;
 	struct ckvo_slotmap_table *table = map->table;
 	uint32_t capacity = table->mask + 1, i;
 
 	if ((uint64_t)(map->count + 1) * 2 > capacity ||
 	    (uint64_t)(map->count + map->tombstones + 1) * 4 > (uint64_t)capacity * 3) {
-		if (!slotmap_rebuild(hub, map))
+		if (!slotmap_rebuild(registry, map))
 			return false;
 		table = map->table;
 	}
@@ -136,8 +137,9 @@ ckvo__slotmap_put(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_sl
 }
 
 void
-ckvo__slotmap_remove(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo_slot *slot)
+ckvo__slotmap_remove(struct ckvo_registry *registry, struct ckvo_slot *slot)
 {
+	struct ckvo_slotmap *map = &registry->slots;
 	struct ckvo_slotmap_table *table = map->table;
 	uint32_t mask = table->mask;
 	uint32_t i = (uint32_t)ckvo__slot_id_hash(slot->id.object, slot->id.key) & mask;
@@ -164,5 +166,5 @@ ckvo__slotmap_remove(struct ckvo_hub *hub, struct ckvo_slotmap *map, struct ckvo
 	 * is retired like a grown one. Out of memory: it keeps its size.
 	 */
 	if (mask + 1 > SLOTMAP_MIN_CAPACITY && (uint64_t)map->count * 16 < (uint64_t)mask + 1)
-		(void)slotmap_rebuild(hub, map);
+		(void)slotmap_rebuild(registry, map);
 }

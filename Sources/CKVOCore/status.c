@@ -1,7 +1,7 @@
 /*
  * status.c — status messages and the library version.
  */
-#include "internal.h"
+#include "ckvo.h"
 
 const char *
 ckvo_strerror(int status)

@@ -1,30 +1,37 @@
 /*
- * table.c — the ck_hs hash sets a hub is made of: allocator, hashes and
- * comparisons.
+ * table.c — the ck_hs sets a registry is made of (names, owner groups,
+ * object groups), its hashes, and the identity table.
  *
- * ck_hs is single-writer, many-reader: every mutation happens under the
- * hub's writer lock. When a table grows, ck_hs frees the old map with
- * `defer == true` because readers may still be probing it; that free must
- * wait a grace period, so it is retired (reclaim.c) on the hub whose lock
- * this thread holds (ckvo__thread.writing). Tables only writers read
- * (owners, objects) go the same way, which is merely conservative; the
- * names are also read lock-free (ckvo_key_find). The identity table is not
- * a ck_hs: see below.
- *
- * Stored objects keep their key fields unchanged while stored, and stay
- * alive until a grace period after removal (the slots' retirement), because
- * ck_hs calls the comparison on other stored objects while probing.
+ * Invariants it alone keeps
+ * -------------------------
+ * - ck_hs is single-writer, many-reader: every mutation happens inside the
+ *   hub's writer session, through the ckvo__set_* functions here, which
+ *   leave the set's current map naming its set (map_claim). ck_hs frees a
+ *   map it replaced through ckvo__hs_allocator with `defer == true` when
+ *   readers may still be probing it: the map's own header says which set it
+ *   belonged to, so the free finds that registry's limbo and byte count
+ *   from the pointer it is given, never from the calling thread.
+ * - A replaced map of a shared set (the names, read lock-free by
+ *   ckvo_key_find) is retired into the registry's limbo and freed after a
+ *   grace period. The group sets are read only by writers, so their
+ *   replaced maps are freed at once.
+ * - Stored objects keep their key fields unchanged while stored, and stay
+ *   alive until a grace period after removal where the set is shared,
+ *   because ck_hs calls the comparison on other stored objects while
+ *   probing.
+ * - The identity table is not a ck_hs (below): writer-only, freed directly.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "registry.h"
 
 /* Each map allocation is preceded by the entry that retires it. */
 struct map_header {
 	ck_epoch_entry_t retire;
 	size_t size;
-	struct ckvo_hub *counted; /* the hub whose bytes count it, or NULL (created with the hub) */
+	struct ckvo_set *set; /* the set that held it, or NULL (not yet, or never) */
+	bool counted;         /* counted in set->registry->bytes */
 } __attribute__((aligned(16)));
 
 static void *
@@ -35,9 +42,8 @@ hs_malloc(size_t size)
 	if (header == NULL)
 		return NULL;
 	header->size = size;
-	header->counted = ckvo__thread.writing;
-	if (header->counted != NULL)
-		ckvo__bytes(header->counted, (ptrdiff_t)(sizeof(*header) + size));
+	header->set = NULL;
+	header->counted = false;
 	return header + 1;
 }
 
@@ -51,24 +57,84 @@ static void
 hs_free(void *pointer, size_t size, bool defer)
 {
 	struct map_header *header = (struct map_header *)pointer - 1;
-	struct ckvo_hub *hub = ckvo__thread.writing;
+	struct ckvo_set *set = header->set;
 
-	if (header->counted != NULL)
-		ckvo__bytes(header->counted, -(ptrdiff_t)(sizeof(*header) + header->size));
-
-	if (defer && hub != NULL) {
-		ckvo__retire(hub, &header->retire, map_free);
-		ckvo__retire_large(hub, size);
+	(void)size;
+	if (set == NULL) {
+		/* Never a set's map (a growth that failed half way): no reader saw it. */
+		free(header);
+		return;
+	}
+	if (header->counted)
+		ckvo__bytes(set->registry, -(ptrdiff_t)(sizeof(*header) + header->size));
+	if (defer && set->shared) {
+		ckvo__retire(set->registry->garbage, &header->retire, map_free);
+		ckvo__retire_large(set->registry->garbage, header->size);
 		return;
 	}
 	free(header);
 }
 
-struct ck_malloc ckvo__hs_allocator = {
+static struct ck_malloc hs_allocator = {
 	.malloc = hs_malloc,
 	.realloc = NULL,
 	.free = hs_free,
 };
+
+/* Makes the set's current map name the set (after every call that may have replaced it). */
+static void
+map_claim(struct ckvo_set *set)
+{
+	struct map_header *header = (struct map_header *)(void *)set->hs.map - 1;
+
+	if (header->set == set)
+		return;
+	header->set = set;
+	header->counted = set->counting;
+	if (header->counted)
+		ckvo__bytes(set->registry, (ptrdiff_t)(sizeof(*header) + header->size));
+}
+
+static bool
+set_init(struct ckvo_set *set, struct ckvo_registry *registry, bool shared,
+    ck_hs_hash_cb_t *hash, ck_hs_compare_cb_t *compare, unsigned long capacity,
+    unsigned long seed)
+{
+	set->registry = registry;
+	set->shared = shared;
+	set->counting = false;
+	if (!ck_hs_init(&set->hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, hash, compare, &hs_allocator,
+	    capacity, seed))
+		return false;
+	/* The initial map is part of the hub's constant (ckvo_hub_stats_t.bytes). */
+	map_claim(set);
+	set->counting = true;
+	return true;
+}
+
+bool
+ckvo__set_put(struct ckvo_set *set, unsigned long hash, const void *object)
+{
+	bool put = ck_hs_put(&set->hs, hash, object);
+
+	map_claim(set);
+	return put;
+}
+
+bool
+ckvo__set_reset(struct ckvo_set *set)
+{
+	bool reset = ck_hs_reset_size(&set->hs, 32);
+
+	map_claim(set);
+	return reset;
+}
+
+void
+ckvo__set_destroy(struct ckvo_set *set)
+{
+	ck_hs_destroy(&set->hs);
+}
 
 /* A 64-bit finalizer (splitmix64): cheap and well mixed. */
 static inline uint64_t
@@ -135,22 +201,21 @@ name_equal(const void *stored, const void *probe)
 }
 
 bool
-ckvo__names_init(ck_hs_t *hs)
+ckvo__names_init(struct ckvo_set *set, struct ckvo_registry *registry)
 {
-	return ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, name_hash, name_equal,
-	    &ckvo__hs_allocator, 32, 0x85ebca6bULL);
+	return set_init(set, registry, true, name_hash, name_equal, 32, 0x85ebca6bULL);
 }
 
 unsigned long
-ckvo__name_hash(const ck_hs_t *hs, const char *name, size_t length)
+ckvo__name_hash(const struct ckvo_set *set, const char *name, size_t length)
 {
-	return name_hash_bytes(name, length, hs->seed);
+	return name_hash_bytes(name, length, set->hs.seed);
 }
 
 /* ------------------------------------------------ observation identities */
 
 /*
- * hub->identities: open addressing over 32-bit record ids + 1 (0 is empty),
+ * registry->identities: open addressing over 32-bit record ids + 1 (0 is empty),
  * linear probing, at most 3/4 full, deletion by shifting later members of
  * the cluster back (no tombstones). Writer-only, so it is freed directly.
  * Each record keeps its 32-bit hash (obs->identity); the other fields of
@@ -183,9 +248,9 @@ identity_equal(const struct ckvo_observation *obs, const struct ckvo_identity *i
 }
 
 struct ckvo_observation *
-ckvo__identity_find(struct ckvo_hub *hub, const struct ckvo_identity *identity)
+ckvo__identity_find(struct ckvo_registry *registry, const struct ckvo_identity *identity)
 {
-	struct ckvo_identities *table = &hub->identities;
+	struct ckvo_identities *table = &registry->identities;
 
 	if (table->buckets == NULL)
 		return NULL;
@@ -195,16 +260,16 @@ ckvo__identity_find(struct ckvo_hub *hub, const struct ckvo_identity *identity)
 
 		if (bucket == 0)
 			return NULL;
-		obs = ckvo__token_record(hub, bucket - 1);
+		obs = ckvo__token_record(registry, bucket - 1);
 		if (identity_equal(obs, identity))
 			return obs;
 	}
 }
 
 static void
-identity_place(struct ckvo_hub *hub, uint32_t *buckets, uint32_t mask, uint32_t bucket)
+identity_place(struct ckvo_registry *registry, uint32_t *buckets, uint32_t mask, uint32_t bucket)
 {
-	uint32_t i = ckvo__token_record(hub, bucket - 1)->identity & mask;
+	uint32_t i = ckvo__token_record(registry, bucket - 1)->identity & mask;
 
 	while (buckets[i] != 0)
 		i = (i + 1) & mask;
@@ -213,20 +278,20 @@ identity_place(struct ckvo_hub *hub, uint32_t *buckets, uint32_t mask, uint32_t 
 
 /* Moves the identities into a table of `capacity` buckets; false when out of memory. */
 static bool
-identity_resize(struct ckvo_hub *hub, uint32_t capacity)
+identity_resize(struct ckvo_registry *registry, uint32_t capacity)
 {
-	struct ckvo_identities *table = &hub->identities;
+	struct ckvo_identities *table = &registry->identities;
 	uint32_t *buckets = calloc(capacity, sizeof(*buckets));
 
 	if (buckets == NULL)
 		return false;
 	for (uint32_t i = 0; table->buckets != NULL && i <= table->mask; i++) {
 		if (table->buckets[i] != 0)
-			identity_place(hub, buckets, capacity - 1, table->buckets[i]);
+			identity_place(registry, buckets, capacity - 1, table->buckets[i]);
 	}
 	if (table->buckets != NULL)
-		ckvo__bytes(hub, -(ptrdiff_t)(((size_t)table->mask + 1) * sizeof(*buckets)));
-	ckvo__bytes(hub, (ptrdiff_t)((size_t)capacity * sizeof(*buckets)));
+		ckvo__bytes(registry, -(ptrdiff_t)(((size_t)table->mask + 1) * sizeof(*buckets)));
+	ckvo__bytes(registry, (ptrdiff_t)((size_t)capacity * sizeof(*buckets)));
 	/* Writer-only: no reader can be probing it. */
 	free(table->buckets);
 	table->buckets = buckets;
@@ -235,31 +300,31 @@ identity_resize(struct ckvo_hub *hub, uint32_t capacity)
 }
 
 bool
-ckvo__identity_reserve(struct ckvo_hub *hub)
+ckvo__identity_reserve(struct ckvo_registry *registry)
 {
-	struct ckvo_identities *table = &hub->identities;
+	struct ckvo_identities *table = &registry->identities;
 	uint32_t capacity = table->buckets == NULL ? 0 : table->mask + 1;
 
 	if ((uint64_t)(table->count + 1) * 4 <= (uint64_t)capacity * 3)
 		return true;
 	if (capacity >= (1u << 31))
 		return false;
-	return identity_resize(hub, capacity == 0 ? 64 : capacity * 2);
+	return identity_resize(registry, capacity == 0 ? 64 : capacity * 2);
 }
 
 void
-ckvo__identity_insert(struct ckvo_hub *hub, struct ckvo_observation *obs)
+ckvo__identity_insert(struct ckvo_registry *registry, struct ckvo_observation *obs)
 {
-	struct ckvo_identities *table = &hub->identities;
+	struct ckvo_identities *table = &registry->identities;
 
-	identity_place(hub, table->buckets, table->mask, obs->id + 1);
+	identity_place(registry, table->buckets, table->mask, obs->id + 1);
 	table->count++;
 }
 
 void
-ckvo__identity_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
+ckvo__identity_remove(struct ckvo_registry *registry, struct ckvo_observation *obs)
 {
-	struct ckvo_identities *table = &hub->identities;
+	struct ckvo_identities *table = &registry->identities;
 	uint32_t mask = table->mask, hole = obs->identity & mask;
 
 	while (table->buckets[hole] != obs->id + 1)
@@ -271,7 +336,7 @@ ckvo__identity_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	 * cyclically in (hole, i]: lookups that passed the hole still find it.
 	 */
 	for (uint32_t i = (hole + 1) & mask; table->buckets[i] != 0; i = (i + 1) & mask) {
-		uint32_t home = ckvo__token_record(hub, table->buckets[i] - 1)->identity & mask;
+		uint32_t home = ckvo__token_record(registry, table->buckets[i] - 1)->identity & mask;
 
 		if (((i - home) & mask) >= ((i - hole) & mask)) {
 			table->buckets[hole] = table->buckets[i];
@@ -286,16 +351,16 @@ ckvo__identity_remove(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	 * shrink: amortized O(1)). Out of memory: it keeps its size.
 	 */
 	if (mask + 1 > 64 && (uint64_t)table->count * 16 < (uint64_t)mask + 1)
-		(void)identity_resize(hub, (mask + 1) / 4);
+		(void)identity_resize(registry, (mask + 1) / 4);
 }
 
 void
-ckvo__identities_destroy(struct ckvo_hub *hub)
+ckvo__identities_destroy(struct ckvo_registry *registry)
 {
-	if (hub->identities.buckets != NULL)
-		ckvo__bytes(hub, -(ptrdiff_t)(((size_t)hub->identities.mask + 1) * sizeof(uint32_t)));
-	free(hub->identities.buckets);
-	memset(&hub->identities, 0, sizeof(hub->identities));
+	if (registry->identities.buckets != NULL)
+		ckvo__bytes(registry, -(ptrdiff_t)(((size_t)registry->identities.mask + 1) * sizeof(uint32_t)));
+	free(registry->identities.buckets);
+	memset(&registry->identities, 0, sizeof(registry->identities));
 }
 
 /* ------------------------------------------------- owner / object groups */
@@ -314,42 +379,43 @@ group_equal(const void *stored, const void *probe)
 }
 
 bool
-ckvo__groups_init(ck_hs_t *hs)
+ckvo__groups_init(struct ckvo_set *set, struct ckvo_registry *registry)
 {
-	return ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, group_hash, group_equal,
-	    &ckvo__hs_allocator, 32, 0x27d4eb2fULL);
+	return set_init(set, registry, false, group_hash, group_equal, 32, 0x27d4eb2fULL);
 }
 
 unsigned long
-ckvo__group_hash(const ck_hs_t *hs, const void *pointer)
+ckvo__group_hash(const struct ckvo_set *set, const void *pointer)
 {
-	return ckvo__hash_pointer(pointer, hs->seed);
+	return ckvo__hash_pointer(pointer, set->hs.seed);
 }
 
 /*
- * Moves the groups of `hs` into a new set sized for them and frees the old
- * map at once: only writers ever read these sets, under the lock, so no
- * reader can be probing it. False (and `hs` unchanged) when out of memory.
+ * Moves the groups of `set` into a new map sized for them and frees the old
+ * map at once: only writers ever read these sets, inside the session, so no
+ * reader can be probing it. False (and `set` unchanged) when out of memory.
  */
 bool
-ckvo__groups_resize(ck_hs_t *hs)
+ckvo__groups_resize(struct ckvo_set *set)
 {
 	ck_hs_iterator_t iterator = CK_HS_ITERATOR_INITIALIZER;
-	unsigned long count = ck_hs_count(hs);
+	unsigned long count = ck_hs_count(&set->hs);
 	ck_hs_t fresh;
 	void *group;
 
 	/* Room for twice the groups: ck_hs grows at half full, so no put below allocates. */
 	if (!ck_hs_init(&fresh, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, group_hash, group_equal,
-	    &ckvo__hs_allocator, count * 4 < 32 ? 32 : count * 4, hs->seed))
+	    &hs_allocator, count * 4 < 32 ? 32 : count * 4, set->hs.seed))
 		return false;
-	while (ck_hs_next(hs, &iterator, &group)) {
-		if (!ck_hs_put(&fresh, ckvo__group_hash(&fresh, *(const void *const *)group), group)) {
+	while (ck_hs_next(&set->hs, &iterator, &group)) {
+		if (!ck_hs_put(&fresh, ckvo__hash_pointer(*(const void *const *)group, fresh.seed),
+		    group)) {
 			ck_hs_destroy(&fresh);
 			return false;
 		}
 	}
-	ck_hs_destroy(hs);
-	*hs = fresh;
+	ck_hs_destroy(&set->hs);
+	set->hs = fresh;
+	map_claim(set);
 	return true;
 }

@@ -1,5 +1,7 @@
 /*
- * token.c — tokens and the observation records they name.
+ * token.c — tokens and the observation records they name: where a record
+ * is handed out for a new observation and given back, after its release,
+ * for the next one.
  *
  * A token is (generation << 24) | index, where index is the position of the
  * observation's record in the hub's token pages and generation a 40-bit
@@ -8,8 +10,8 @@
  * CKVO_GENERATION_BLOCK, so handing a record out costs no atomic operation
  * but once per block.
  *
- * Invariants
- * ----------
+ * Invariants it alone keeps
+ * -------------------------
  * - No two registrations in the process, in any hub, ever get the same
  *   generation: the sequence only grows, and a hub's block is its own. A
  *   token therefore names one observation of one hub for the life of the
@@ -35,24 +37,34 @@
  *   LIVE or DEFERRED loaded the tag before the removal, inside a section
  *   that began earlier, and the record keeps its generation and slot until
  *   that section ends.
- * - Records are handed out and returned under the writer lock, from pages
- *   that have one not in use. A page whose records are all returned leaves
- *   the directory and is freed after a grace period (a reader holding an old
- *   token may still be loading a tag from it), unless fewer than
- *   CKVO_TOKEN_SPARE_PAGES empty pages are kept: those stay as spares, so
- *   churn, whose records come back a batch of CKVO_RECLAIM_BATCH at a time,
- *   allocates nothing (hysteresis of 8 pages, about 10 KB).
- *   Its directory entry may be filled again by a new page: the generations
- *   its records get are new.
+ * - Records are handed out and returned inside the writer session, from
+ *   pages that have one not in use. A page whose records are all returned
+ *   leaves the directory and is freed after a grace period (a reader holding
+ *   an old token may still be loading a tag from it; registry->garbage),
+ *   unless it is kept as a spare. Its directory entry may be filled again by
+ *   a new page: the generations its records get are new.
+ * - Spares: empty pages kept so that churn allocates no page. Records in
+ *   flight (handed out, their observation no longer live, not returned yet)
+ *   come back a batch at a time after their grace period; while a reader is
+ *   descheduled inside a read section (a busy announcer on a loaded
+ *   machine), tens of thousands can be in flight and come back at once.
+ *   So a hub keeps max(CKVO_TOKEN_SPARE_PAGES, flight_peak / 16 + 1) empty
+ *   pages, where flight_peak is the most records in flight since the last
+ *   settle. The session settles the tokens (ckvo__tokens_settle) when
+ *   nothing is in flight any more: at the end of a flush, and when the
+ *   background reclaimer finds nothing pending. Settling lowers the peak to
+ *   what is in flight then and frees the spares beyond what it allows.
  * - Memory held: the live records' pages (at worst one page of 16 for each
- *   live observation, 1.3 KB), eight spare pages, the directory (8 bytes per
- *   page at the peak) and the stack of vacant entries (4 bytes per page at
- *   the peak); counted in hub->bytes.
+ *   live observation, 1.3 KB), the spares (eight after a settle, about
+ *   10 KB; until then at most a page per 16 records that were in flight at
+ *   once), the directory (8 bytes per page at the peak) and the stack of
+ *   vacant entries (4 bytes per page at the peak); counted in
+ *   registry->bytes.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "registry.h"
 
 static void
 dir_free(ck_epoch_entry_t *entry)
@@ -68,7 +80,7 @@ dir_size(uint32_t capacity)
 
 /* Grows the directory to hold entry `number`; the old one is retired. */
 static bool
-dir_reserve(struct ckvo_hub *hub, struct ckvo_tokens *tokens, uint32_t number)
+dir_reserve(struct ckvo_registry *registry, struct ckvo_tokens *tokens, uint32_t number)
 {
 	struct ckvo_token_dir *dir = tokens->dir, *bigger;
 	uint32_t capacity = dir == NULL ? 8 : dir->capacity;
@@ -86,10 +98,10 @@ dir_reserve(struct ckvo_hub *hub, struct ckvo_tokens *tokens, uint32_t number)
 	CKVO_TSAN_RELEASE(bigger);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&tokens->dir, bigger);
-	ckvo__bytes(hub, (ptrdiff_t)dir_size(capacity));
+	ckvo__bytes(registry, (ptrdiff_t)dir_size(capacity));
 	if (dir != NULL) {
-		ckvo__bytes(hub, -(ptrdiff_t)dir_size(dir->capacity));
-		ckvo__retire(hub, &dir->retire, dir_free);
+		ckvo__bytes(registry, -(ptrdiff_t)dir_size(dir->capacity));
+		ckvo__retire(registry->garbage, &dir->retire, dir_free);
 	}
 	return true;
 }
@@ -115,20 +127,65 @@ free_pages_remove(struct ckvo_tokens *tokens, struct ckvo_token_page *page)
 		page->free_next->free_prev = page->free_prev;
 }
 
+/* Keeps the empty `page` as a spare. */
+static void
+spare_add(struct ckvo_tokens *tokens, struct ckvo_token_page *page)
+{
+	page->spare_prev = NULL;
+	page->spare_next = tokens->spare_pages;
+	if (tokens->spare_pages != NULL)
+		tokens->spare_pages->spare_prev = page;
+	tokens->spare_pages = page;
+	tokens->spares++;
+}
+
+/* `page` is no longer a spare: it hands out a record, or goes. */
+static void
+spare_remove(struct ckvo_tokens *tokens, struct ckvo_token_page *page)
+{
+	if (page->spare_prev != NULL)
+		page->spare_prev->spare_next = page->spare_next;
+	else
+		tokens->spare_pages = page->spare_next;
+	if (page->spare_next != NULL)
+		page->spare_next->spare_prev = page->spare_prev;
+	tokens->spares--;
+}
+
+/* Records handed out whose observation is no longer live and that are not back yet. */
+static uint64_t
+in_flight(const struct ckvo_registry *registry)
+{
+	uint64_t live = registry->observations;
+
+	return registry->tokens.out > live ? registry->tokens.out - live : 0;
+}
+
+/* How many empty pages the hub keeps (see the top of this file). */
+static uint32_t
+spares_wanted(const struct ckvo_tokens *tokens)
+{
+	uint64_t wanted = tokens->flight_peak / CKVO_TOKEN_PAGE_SIZE + 1;
+
+	if (wanted < CKVO_TOKEN_SPARE_PAGES)
+		return CKVO_TOKEN_SPARE_PAGES;
+	return wanted > CKVO_TOKEN_PAGES_MAX ? CKVO_TOKEN_PAGES_MAX : (uint32_t)wanted;
+}
+
 /* A new page in a vacant directory entry or a new one, all of its records free. */
 static struct ckvo_token_page *
-page_create(struct ckvo_hub *hub, struct ckvo_tokens *tokens)
+page_create(struct ckvo_registry *registry, struct ckvo_tokens *tokens)
 {
 	bool vacant = tokens->vacant_count > 0;
 	uint32_t number = vacant ? tokens->vacant[tokens->vacant_count - 1] : tokens->pages;
 	struct ckvo_token_page *page;
 
-	if (!vacant && (number >= CKVO_TOKEN_PAGES_MAX || !dir_reserve(hub, tokens, number)))
+	if (!vacant && (number >= CKVO_TOKEN_PAGES_MAX || !dir_reserve(registry, tokens, number)))
 		return NULL;
 	page = calloc(1, sizeof(*page));
 	if (page == NULL)
 		return NULL;
-	ckvo__bytes(hub, (ptrdiff_t)sizeof(*page));
+	ckvo__bytes(registry, (ptrdiff_t)sizeof(*page));
 	page->number = number;
 	for (uint32_t i = CKVO_TOKEN_PAGE_SIZE; i-- > 0;) {
 		struct ckvo_observation *obs = &page->records[i];
@@ -142,7 +199,7 @@ page_create(struct ckvo_hub *hub, struct ckvo_tokens *tokens)
 		tokens->vacant_count--;
 	else
 		tokens->pages++;
-	tokens->spares++; /* empty until ckvo__token_take hands out its first record */
+	spare_add(tokens, page); /* empty until ckvo__token_take hands out its first record */
 	free_pages_add(tokens, page);
 	CKVO_TSAN_RELEASE(page);
 	ck_pr_fence_store();
@@ -180,9 +237,9 @@ generation_take(struct ckvo_tokens *tokens)
 }
 
 struct ckvo_observation *
-ckvo__token_take(struct ckvo_hub *hub)
+ckvo__token_take(struct ckvo_registry *registry)
 {
-	struct ckvo_tokens *tokens = &hub->tokens;
+	struct ckvo_tokens *tokens = &registry->tokens;
 	struct ckvo_token_page *page = tokens->free_pages;
 	struct ckvo_observation *obs;
 	uint64_t generation = generation_take(tokens);
@@ -190,7 +247,7 @@ ckvo__token_take(struct ckvo_hub *hub)
 	if (generation == 0)
 		return NULL;
 	if (page == NULL) {
-		page = page_create(hub, tokens);
+		page = page_create(registry, tokens);
 		if (page == NULL)
 			return NULL;
 	}
@@ -200,7 +257,8 @@ ckvo__token_take(struct ckvo_hub *hub)
 	if (page->free == NULL)
 		free_pages_remove(tokens, page);
 	if (page->in_use++ == 0)
-		tokens->spares--;
+		spare_remove(tokens, page);
+	tokens->out++;
 	/*
 	 * A reader holding an old token may load the tag, and finds the new
 	 * generation; nothing else of the record is reachable until it is live.
@@ -219,13 +277,48 @@ page_free(ck_epoch_entry_t *entry)
 	free(page);
 }
 
-void
-ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
+/*
+ * Frees the empty `page` (not a spare): it leaves the directory, its entry
+ * is vacant. False, and the page stays, when out of memory.
+ */
+static bool
+page_release(struct ckvo_registry *registry, struct ckvo_token_page *page)
 {
-	struct ckvo_tokens *tokens = &hub->tokens;
+	struct ckvo_tokens *tokens = &registry->tokens;
+	uint32_t number = page->number;
+
+	if ((tokens->vacant_count & (tokens->vacant_count + 1)) == 0) {
+		size_t before = (tokens->vacant_count == 0 ? 0 : (size_t)tokens->vacant_count + 1) *
+		    sizeof(uint32_t);
+		uint32_t *grown = realloc(tokens->vacant,
+		    ((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown));
+
+		if (grown == NULL)
+			return false;
+		tokens->vacant = grown;
+		ckvo__bytes(registry, (ptrdiff_t)(((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown)) -
+		    (ptrdiff_t)before);
+	}
+	tokens->vacant[tokens->vacant_count++] = number;
+	free_pages_remove(tokens, page);
+	ck_pr_store_ptr(&tokens->dir->pages[number], NULL);
+	ckvo__retire(registry->garbage, &page->retire, page_free);
+	ckvo__bytes(registry, -(ptrdiff_t)sizeof(*page));
+	return true;
+}
+
+void
+ckvo__token_return(struct ckvo_registry *registry, struct ckvo_observation *obs)
+{
+	struct ckvo_tokens *tokens = &registry->tokens;
 	uint32_t number = obs->id >> CKVO_TOKEN_PAGE_BITS;
 	struct ckvo_token_page *page = tokens->dir->pages[number];
+	uint64_t flight = in_flight(registry);
 
+	/* The peak is taken as records come back: they were all in flight together. */
+	if (flight > tokens->flight_peak)
+		tokens->flight_peak = flight;
+	tokens->out--;
 	ck_pr_store_64(&obs->tag,
 	    ckvo__tag_make(ckvo__tag_generation(obs->tag), 0, CKVO_STATE_REMOVED));
 	if (page->free == NULL)
@@ -235,37 +328,26 @@ ckvo__token_return(struct ckvo_hub *hub, struct ckvo_observation *obs)
 	record_poison(obs);
 	if (--page->in_use != 0)
 		return;
-	/*
-	 * Up to CKVO_TOKEN_SPARE_PAGES empty pages stay, as spares: records
-	 * come back a batch at a time after their grace period, so churn has
-	 * about CKVO_RECLAIM_BATCH records in flight, and without spares it
-	 * would allocate and free their pages every batch.
-	 */
-	if (tokens->spares < CKVO_TOKEN_SPARE_PAGES) {
-		tokens->spares++;
-		return;
-	}
+	/* Every record is back: a spare, or the page goes (out of memory: a spare all the same). */
+	if (tokens->spares < spares_wanted(tokens) || !page_release(registry, page))
+		spare_add(tokens, page);
+}
 
-	/* Every record is back: the page goes, its directory entry is vacant. */
-	if ((tokens->vacant_count & (tokens->vacant_count + 1)) == 0) {
-		size_t before = (tokens->vacant_count == 0 ? 0 : (size_t)tokens->vacant_count + 1) *
-		    sizeof(uint32_t);
-		uint32_t *grown = realloc(tokens->vacant,
-		    ((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown));
+void
+ckvo__tokens_settle(struct ckvo_registry *registry)
+{
+	struct ckvo_tokens *tokens = &registry->tokens;
 
-		if (grown == NULL) {
-			tokens->spares++; /* the page stays, empty and still usable */
+	tokens->flight_peak = in_flight(registry);
+	while (tokens->spares > spares_wanted(tokens)) {
+		struct ckvo_token_page *page = tokens->spare_pages;
+
+		spare_remove(tokens, page);
+		if (!page_release(registry, page)) {
+			spare_add(tokens, page);
 			return;
 		}
-		tokens->vacant = grown;
-		ckvo__bytes(hub, (ptrdiff_t)(((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown)) -
-		    (ptrdiff_t)before);
 	}
-	tokens->vacant[tokens->vacant_count++] = number;
-	free_pages_remove(tokens, page);
-	ck_pr_store_ptr(&tokens->dir->pages[number], NULL);
-	ckvo__retire(hub, &page->retire, page_free);
-	ckvo__bytes(hub, -(ptrdiff_t)sizeof(*page));
 }
 
 ckvo_token_t
@@ -275,9 +357,9 @@ ckvo__token_of(const struct ckvo_observation *obs, uint64_t tag)
 }
 
 struct ckvo_observation *
-ckvo__token_record(struct ckvo_hub *hub, uint32_t id)
+ckvo__token_record(struct ckvo_registry *registry, uint32_t id)
 {
-	struct ckvo_token_dir *dir = ck_pr_load_ptr(&hub->tokens.dir);
+	struct ckvo_token_dir *dir = ck_pr_load_ptr(&registry->tokens.dir);
 	uint32_t page_index = id >> CKVO_TOKEN_PAGE_BITS;
 	struct ckvo_token_page *page;
 
@@ -294,18 +376,18 @@ ckvo__token_record(struct ckvo_hub *hub, uint32_t id)
 }
 
 struct ckvo_observation *
-ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token, uint64_t *tag)
+ckvo__token_find(struct ckvo_registry *registry, ckvo_token_t token, uint64_t *tag)
 {
 	uint64_t generation = token >> CKVO_TOKEN_INDEX_BITS;
 	struct ckvo_observation *obs;
 
 	if (generation == 0)
 		return NULL; /* a record not yet handed out carries generation 0 */
-	obs = ckvo__token_record(hub, (uint32_t)(token & ((1u << CKVO_TOKEN_INDEX_BITS) - 1)));
+	obs = ckvo__token_record(registry, (uint32_t)(token & ((1u << CKVO_TOKEN_INDEX_BITS) - 1)));
 	if (obs == NULL)
 		return NULL;
 	*tag = ck_pr_load_64(&obs->tag);
-	/* Pairs with the release when the record went live (observe.c). */
+	/* Pairs with the release when the record went live (registration.c). */
 	CKVO_TSAN_ACQUIRE(obs);
 	if (ckvo__tag_generation(*tag) != generation)
 		return NULL;
@@ -313,9 +395,9 @@ ckvo__token_find(struct ckvo_hub *hub, ckvo_token_t token, uint64_t *tag)
 }
 
 void
-ckvo__tokens_destroy(struct ckvo_hub *hub)
+ckvo__tokens_destroy(struct ckvo_registry *registry)
 {
-	struct ckvo_tokens *tokens = &hub->tokens;
+	struct ckvo_tokens *tokens = &registry->tokens;
 	struct ckvo_token_dir *dir = tokens->dir;
 
 	if (dir != NULL) {

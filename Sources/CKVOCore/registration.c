@@ -1,0 +1,717 @@
+/*
+ * registration.c — the registry's way in and out: registering an
+ * observation in the indexes dispatch reads, and unlinking it again. The
+ * second stop of an observation's life (observe.c -> here -> dispatch.c;
+ * unobserve: observe.c -> here -> session.c).
+ *
+ * Invariants it alone keeps
+ * -------------------------
+ * - Every function here except ckvo__registry_defer runs inside the hub's
+ *   writer session (session.c), one writer at a time; none calls user code
+ *   or takes a lock.
+ * - An observation is published to readers by ckvo__list_append (and, for
+ *   a new slot, by inserting the slot into the map or hanging it off the
+ *   key) only after it is complete and indexed.
+ * - Removal (observation_unlink) marks the observation REMOVED first, then
+ *   clears it from its list and every index. Once the removal returns, a
+ *   dispatch that starts later cannot find it, and one already running
+ *   skips it when its turn comes (it checks the state).
+ * - The registry never retires an observation nor releases it: every
+ *   observation it unlinks goes back to the caller, as a value on a
+ *   struct ckvo_unlinked, exactly once: by the removal that moved a LIVE
+ *   observation to REMOVED, or by the drain for a DEFERRED one. The caller
+ *   hands it to the writer session (session.c), which retires it. Memory
+ *   readers may still reach (slots, lists, groups, maps) is retired into
+ *   the session's limbo, registry->garbage.
+ * - ckvo__registry_defer runs on the read side: it moves LIVE -> DEFERRED
+ *   with a compare-and-swap and pushes the observation on
+ *   registry->deferred. Whoever made that transition owns the push; the
+ *   next drain unlinks it (if no writer did already) and hands it back.
+ * - Of racing removals of one token, exactly one reports success: the one
+ *   that moved the state away from LIVE (the writer's exchange to REMOVED or
+ *   the reader's compare-and-swap to DEFERRED), not a writer that merely saw
+ *   LIVE before a reader deferred it.
+ * - An observation's state lives in its record's tag with its generation
+ *   and options (registry.h). Only writers change the tag, except a
+ *   reader's compare-and-swap from LIVE to DEFERRED, which names the
+ *   generation it found, so it can never touch the record's next use
+ *   (token.c).
+ * - Registration keys (key->observations) are raised before an observation
+ *   is published and lowered after it is unlinked, so ckvo_has_observers is
+ *   never false while it can be called.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader.h"
+#include "registry.h"
+
+/* --------------------------------------------------------------- groups */
+
+/*
+ * ck_hs never shrinks. A set that held more than CKVO_GROUPS_SHRINK groups
+ * since it was last sized is sized again once fewer than 1/16 of that peak
+ * remain: reset when empty, else rebuilt around what is left (table.c). At
+ * least 15/16 of the peak went between two resizes, so the copy is
+ * amortized O(1) per removal; a hub whose few groups come and go never
+ * reallocates.
+ */
+#define CKVO_GROUPS_SHRINK 1024u
+
+static void
+groups_removed(struct ckvo_set *set, uint32_t *peak)
+{
+	unsigned long count = ck_hs_count(&set->hs);
+
+	if (*peak <= CKVO_GROUPS_SHRINK || count * 16 >= *peak)
+		return;
+	/* Out of memory: it keeps its size until the next removal tries again. */
+	if (count == 0 ? ckvo__set_reset(set) : ckvo__groups_resize(set))
+		*peak = (uint32_t)count;
+}
+
+static void
+groups_added(struct ckvo_set *set, uint32_t *peak)
+{
+	if (ck_hs_count(&set->hs) > *peak)
+		*peak = (uint32_t)ck_hs_count(&set->hs);
+}
+
+static struct ckvo_owner_group *
+owner_group_get(struct ckvo_registry *registry, const void *owner, bool create)
+{
+	struct ckvo_owner_group probe = { .owner = owner };
+	unsigned long hash = ckvo__group_hash(&registry->owners, owner);
+	struct ckvo_owner_group *group = ck_hs_get(&registry->owners.hs, hash, &probe);
+
+	if (group != NULL || !create)
+		return group;
+	group = calloc(1, sizeof(*group));
+	if (group == NULL)
+		return NULL;
+	group->owner = owner;
+	if (!ckvo__set_put(&registry->owners, hash, group)) {
+		free(group);
+		return NULL;
+	}
+	groups_added(&registry->owners, &registry->owners_peak);
+	return group;
+}
+
+static void
+owner_group_free(ck_epoch_entry_t *entry)
+{
+	free(CKVO_CONTAINER(struct ckvo_owner_group, retire, entry));
+}
+
+static void
+owner_group_drop_if_empty(struct ckvo_registry *registry, struct ckvo_owner_group *group)
+{
+	if (group->count != 0)
+		return;
+	(void)ck_hs_remove(&registry->owners.hs,
+	    ckvo__group_hash(&registry->owners, group->owner), group);
+	free(group->members);
+	group->members = NULL;
+	/* A listing may still read `owner` through an observation that just left (listing.c). */
+	ckvo__retire(registry->garbage, &group->retire, owner_group_free);
+	groups_removed(&registry->owners, &registry->owners_peak);
+}
+
+/* Makes room for one more member; false when out of memory. */
+static bool
+owner_group_reserve(struct ckvo_owner_group *group)
+{
+	uint32_t capacity;
+	struct ckvo_observation **grown;
+
+	if (group->count < group->capacity)
+		return true;
+	if (group->capacity > UINT32_MAX / 2)
+		return false;
+	capacity = group->capacity == 0 ? 4 : group->capacity * 2;
+	grown = realloc(group->members, (size_t)capacity * sizeof(*grown));
+	if (grown == NULL)
+		return false;
+	group->members = grown;
+	group->capacity = capacity;
+	return true;
+}
+
+/* Takes `obs` out of its owner's group (the last member fills its place). */
+static void
+owner_group_leave(struct ckvo_registry *registry, struct ckvo_observation *obs)
+{
+	struct ckvo_owner_group *group = obs->owner_group;
+	struct ckvo_observation *last = group->members[--group->count];
+
+	group->members[obs->owner_index] = last;
+	last->owner_index = obs->owner_index;
+	owner_group_drop_if_empty(registry, group);
+}
+
+static struct ckvo_object_group *
+object_group_get(struct ckvo_registry *registry, const void *object, bool create)
+{
+	struct ckvo_object_group probe = { .object = object };
+	unsigned long hash = ckvo__group_hash(&registry->objects, object);
+	struct ckvo_object_group *group = ck_hs_get(&registry->objects.hs, hash, &probe);
+
+	if (group != NULL || !create)
+		return group;
+	group = calloc(1, sizeof(*group));
+	if (group == NULL)
+		return NULL;
+	group->object = object;
+	if (!ckvo__set_put(&registry->objects, hash, group)) {
+		free(group);
+		return NULL;
+	}
+	groups_added(&registry->objects, &registry->objects_peak);
+	return group;
+}
+
+static void
+object_group_drop_if_empty(struct ckvo_registry *registry, struct ckvo_object_group *group)
+{
+	if (group->head != NULL)
+		return;
+	(void)ck_hs_remove(&registry->objects.hs,
+	    ckvo__group_hash(&registry->objects, group->object), group);
+	free(group);
+	groups_removed(&registry->objects, &registry->objects_peak);
+}
+
+/* ---------------------------------------------------------------- slots */
+
+static struct ckvo_slot *
+slot_find(struct ckvo_registry *registry, struct ckvo_keyinfo *info, const void *object)
+{
+	if (object == NULL)
+		return info->wildcard;
+	if (info->hint != NULL && info->hint->id.object == object)
+		return info->hint;
+	return ckvo__slotmap_get(&registry->slots, object, info->id);
+}
+
+/* A new, empty, unpublished slot with a list holding room for one observer. */
+static struct ckvo_slot *
+slot_create(struct ckvo_keyinfo *info, const void *object)
+{
+	struct ckvo_slot *slot = calloc(1, sizeof(*slot));
+
+	if (slot == NULL)
+		return NULL;
+	slot->list = ckvo__list_create(0);
+	if (slot->list == NULL) {
+		free(slot);
+		return NULL;
+	}
+	slot->id.object = object;
+	slot->id.key = info->id;
+	slot->keyinfo = info;
+	return slot;
+}
+
+/* Makes a filled slot reachable by readers; false (nothing published) when out of memory. */
+static bool
+slot_publish(struct ckvo_registry *registry, struct ckvo_slot *slot)
+{
+	struct ckvo_keyinfo *info = slot->keyinfo;
+	struct ckvo_object_group *group;
+
+	CKVO_TSAN_RELEASE(slot);
+	CKVO_TSAN_RELEASE(slot->list);
+	ck_pr_fence_store();
+	if (slot->id.object == NULL) {
+		ck_pr_store_ptr(&info->wildcard, slot);
+		return true;
+	}
+
+	group = object_group_get(registry, slot->id.object, true);
+	if (group == NULL)
+		return false;
+	if (!ckvo__slotmap_put(registry, slot)) {
+		object_group_drop_if_empty(registry, group);
+		return false;
+	}
+	slot->group = group;
+	slot->group_next = group->head;
+	if (group->head != NULL)
+		group->head->group_prev = slot;
+	group->head = slot;
+	ckvo__writer_add(&info->object_slots, 1);
+	ck_pr_store_ptr(&info->hint, slot);
+	return true;
+}
+
+static void
+slot_free(ck_epoch_entry_t *entry)
+{
+	free(CKVO_CONTAINER(struct ckvo_slot, retire, entry));
+}
+
+/* Unpublishes an empty slot and retires it with its list. */
+static void
+slot_drop(struct ckvo_registry *registry, struct ckvo_slot *slot)
+{
+	struct ckvo_keyinfo *info = slot->keyinfo;
+
+	if (slot->id.object == NULL) {
+		ck_pr_store_ptr(&info->wildcard, NULL);
+	} else {
+		struct ckvo_object_group *group = slot->group;
+
+		if (ck_pr_load_ptr(&info->hint) == slot)
+			ck_pr_store_ptr(&info->hint, NULL);
+		ckvo__slotmap_remove(registry, slot);
+		ckvo__writer_add(&info->object_slots, -1);
+		if (slot->group_prev != NULL)
+			slot->group_prev->group_next = slot->group_next;
+		else
+			group->head = slot->group_next;
+		if (slot->group_next != NULL)
+			slot->group_next->group_prev = slot->group_prev;
+		object_group_drop_if_empty(registry, group);
+	}
+	ckvo__list_retire(registry, slot->list);
+	ckvo__retire(registry->garbage, &slot->retire, slot_free);
+}
+
+/* --------------------------------------------------------- observations */
+
+
+/* Counts an observation in its key's probe (ckvo_probe_t), by `delta` (under the lock). */
+static void
+key_count(struct ckvo_keyinfo *info, ckvo_options_t options, int delta)
+{
+	ckvo__writer_add(&info->probe.observations, delta);
+	if ((options & CKVO_OPTION_PRIOR) != 0)
+		ckvo__writer_add(&info->probe.prior_observations, delta);
+}
+
+/*
+ * Moves the state of `obs` to REMOVED and returns the state it had. Only a
+ * reader's LIVE -> DEFERRED can race with this, so the loop ends at once or
+ * after that one change.
+ */
+static unsigned int
+observation_mark_removed(struct ckvo_observation *obs)
+{
+	uint64_t tag = ck_pr_load_64(&obs->tag);
+
+	while (!ck_pr_cas_64_value(&obs->tag, tag,
+	    (tag & ~(uint64_t)CKVO_TAG_STATE_MASK) | CKVO_STATE_REMOVED, &tag))
+		;
+	return ckvo__tag_state(tag);
+}
+
+/*
+ * Removes `obs` from every index and its list. Returns the state it had:
+ * the caller retires it if that was LIVE (a DEFERRED one is retired by the
+ * drain, which owns it).
+ */
+static unsigned int
+observation_unlink(struct ckvo_registry *registry, struct ckvo_observation *obs)
+{
+	unsigned int previous = observation_mark_removed(obs);
+	ckvo_options_t options = ckvo__tag_options(obs->tag);
+	struct ckvo_slot *slot = obs->slot;
+	struct ckvo_keyinfo *info = slot->keyinfo;
+
+	if (ckvo__observation_indexed(options))
+		ckvo__identity_remove(registry, obs);
+	if (obs->owner_group != NULL)
+		owner_group_leave(registry, obs);
+
+	ckvo__list_remove(registry, slot, obs);
+	if (previous == CKVO_STATE_DEFERRED) {
+		/*
+		 * The reader that deferred it counted it in the slot. Uncount it
+		 * only now that its entry is cleared: a dispatch that reads the
+		 * lower count then reads the cleared entry (dispatch.c).
+		 */
+		ck_pr_fence_store();
+		ck_pr_dec_64(&slot->deferred);
+	}
+	if (slot->live == 0)
+		slot_drop(registry, slot);
+	key_count(info, options, -1);
+	registry->observations--;
+	return previous;
+}
+
+/* Hands `obs`, unlinked, back to the caller at the end of `unlinked`. */
+static void
+unlinked_push(struct ckvo_unlinked *unlinked, struct ckvo_observation *obs)
+{
+	obs->link.next = NULL;
+	if (unlinked->tail != NULL)
+		unlinked->tail->next = &obs->link;
+	else
+		unlinked->head = &obs->link;
+	unlinked->tail = &obs->link;
+	unlinked->count++;
+}
+
+/*
+ * Removes `obs` and returns whether this call ended it, handing it back on
+ * `unlinked`. False when a reader deferred it first: that deferral is the
+ * removal that succeeded, and the drain hands it back.
+ */
+static bool
+observation_remove(struct ckvo_registry *registry, struct ckvo_observation *obs,
+    struct ckvo_unlinked *unlinked)
+{
+	if (observation_unlink(registry, obs) != CKVO_STATE_LIVE)
+		return false;
+	unlinked_push(unlinked, obs);
+	return true;
+}
+
+void
+ckvo__registry_drain(struct ckvo_registry *registry, struct ckvo_unlinked *unlinked)
+{
+	ck_stack_entry_t *cursor;
+
+	/* Usually empty: a plain load spares every lock an atomic exchange. */
+	if (ck_pr_load_ptr(&registry->deferred.head) == NULL)
+		return;
+	cursor = ck_stack_batch_pop_upmc(&registry->deferred);
+	while (cursor != NULL) {
+		struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, link, cursor);
+
+		CKVO_TSAN_ACQUIRE(obs);
+		/* Written by the reader's push: an atomic load says so to TSan. */
+		cursor = ck_pr_load_ptr(&cursor->next);
+		if (ckvo__tag_state(ck_pr_load_64(&obs->tag)) == CKVO_STATE_DEFERRED)
+			(void)observation_unlink(registry, obs);
+		unlinked_push(unlinked, obs);
+	}
+}
+
+bool
+ckvo__registry_remove_all(struct ckvo_registry *registry, struct ckvo_unlinked *unlinked)
+{
+	bool removed = false;
+	struct ckvo_token_dir *dir = registry->tokens.dir;
+
+	for (uint32_t p = 0; dir != NULL && p < dir->capacity; p++) {
+		struct ckvo_token_page *page = dir->pages[p];
+
+		for (uint32_t i = 0; page != NULL && i < CKVO_TOKEN_PAGE_SIZE; i++) {
+			struct ckvo_observation *obs = &page->records[i];
+			unsigned int state = ckvo__tag_state(ck_pr_load_64(&obs->tag));
+
+			/* DEFERRED ones too: unlinked here, handed back by the drain. */
+			if (state == CKVO_STATE_LIVE || state == CKVO_STATE_DEFERRED) {
+				(void)observation_remove(registry, obs, unlinked);
+				removed = true;
+			}
+		}
+	}
+	return removed;
+}
+
+/*
+ * Installs an observation under the writer lock. Everything that can fail
+ * comes first; the observation becomes visible to dispatch (list append,
+ * slot publication) and then, going LIVE, to token lookups, in that order.
+ * `*result` is the new observation, or on CKVO_EEXIST the duplicate, whose
+ * token the caller returns; on any other failure nothing is left installed.
+ */
+ckvo_status_t
+ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
+    const struct ckvo_identity *identity, ckvo_options_t options, ckvo_release_t release,
+    struct ckvo_observation **result, ckvo_token_t *token)
+{
+	struct ckvo_observation **existing = result;
+	bool indexed = ckvo__observation_indexed(options);
+	struct ckvo_owner_group *group = NULL;
+	struct ckvo_slot *slot, *new_slot = NULL;
+	struct ckvo_observation *obs;
+	uint64_t tag;
+
+	*existing = NULL;
+	if (indexed) {
+		if (!ckvo__identity_reserve(registry))
+			return CKVO_ENOMEM;
+		*existing = ckvo__identity_find(registry, identity);
+		if (*existing != NULL) {
+			if (ckvo__tag_state(ck_pr_load_64(&(*existing)->tag)) == CKVO_STATE_LIVE)
+				return CKVO_EEXIST;
+			/* Marked dead by a reader but not drained yet: its drain hands it back. */
+			(void)observation_unlink(registry, *existing);
+			*existing = NULL;
+		}
+	}
+	if (identity->owner != NULL) {
+		group = owner_group_get(registry, identity->owner, true);
+		if (group == NULL)
+			return CKVO_ENOMEM;
+		if (!owner_group_reserve(group)) {
+			owner_group_drop_if_empty(registry, group);
+			return CKVO_ENOMEM;
+		}
+	}
+	obs = ckvo__token_take(registry);
+	if (obs == NULL) {
+		if (group != NULL)
+			owner_group_drop_if_empty(registry, group);
+		return CKVO_ENOMEM;
+	}
+	tag = ckvo__tag_make(ckvo__tag_generation(obs->tag), options, CKVO_STATE_INSTALLING);
+	ck_pr_store_64(&obs->tag, tag);
+	obs->context = identity->context;
+	obs->release = release;
+	obs->owner_group = NULL;
+	obs->seq = ++registry->next_seq;
+	obs->origin = 0;
+	obs->identity = identity->hash;
+
+	slot = slot_find(registry, info, identity->object);
+	if (slot == NULL)
+		slot = new_slot = slot_create(info, identity->object);
+	obs->slot = slot;
+
+	/*
+	 * The caller's token is written before a callback on another thread
+	 * can run for this observation; counted before it can be seen, so
+	 * has_observers is never falsely negative.
+	 */
+	if (token != NULL)
+		*token = ckvo__token_of(obs, tag);
+	key_count(info, options, 1);
+	/*
+	 * From the append on, a dispatch may call the observation, and its
+	 * callback may defer its own removal before we finish: PUBLISHED lets
+	 * that deferral through (ckvo_unobserve_deferred), and going LIVE below
+	 * then fails, leaving it to the drain. Nothing before the append can
+	 * hand the token to a callback, so the failure path below never meets
+	 * a deferral.
+	 */
+	tag = ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_PUBLISHED);
+	ck_pr_store_64(&obs->tag, tag);
+	if (slot == NULL || !ckvo__list_append(registry, slot, obs, identity->callback) ||
+	    (new_slot != NULL && !slot_publish(registry, new_slot))) {
+		key_count(info, options, -1);
+		if (token != NULL)
+			*token = 0;
+		if (new_slot != NULL) {
+			free(new_slot->list);
+			free(new_slot);
+		}
+		if (group != NULL)
+			owner_group_drop_if_empty(registry, group);
+		/* Never reachable by readers: back to its page at once. */
+		ckvo__token_return(registry, obs);
+		return CKVO_ENOMEM;
+	}
+
+	if (indexed)
+		ckvo__identity_insert(registry, obs);
+	if (group != NULL) {
+		obs->owner_group = group;
+		obs->owner_index = group->count;
+		group->members[group->count++] = obs;
+	}
+	registry->observations++;
+	*result = obs;
+	/*
+	 * The observation is complete before a reader can find it LIVE by
+	 * token. A compare-and-swap: a callback may have deferred it meanwhile
+	 * (PUBLISHED -> DEFERRED); then it stays DEFERRED, on registry->deferred,
+	 * and the next writer's drain removes it like any deferred one.
+	 */
+	CKVO_TSAN_RELEASE(obs);
+	ck_pr_fence_store();
+	(void)ck_pr_cas_64(&obs->tag, tag,
+	    ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_LIVE));
+	return CKVO_OK;
+}
+
+
+ckvo_status_t
+ckvo__registry_remove(struct ckvo_registry *registry, ckvo_token_t token,
+    struct ckvo_unlinked *unlinked)
+{
+	uint64_t tag = 0;
+	struct ckvo_observation *obs = ckvo__token_find(registry, token, &tag);
+
+	if (obs == NULL)
+		return CKVO_ENOENT;
+	/* A reader may defer it after the check: then only that one succeeded. */
+	if (ckvo__tag_state(tag) == CKVO_STATE_LIVE && observation_remove(registry, obs, unlinked))
+		return CKVO_OK;
+	return CKVO_ENOENT;
+}
+
+/*
+ * ck_stack_push_upmc, with the link written by an atomic store: the writer
+ * that drains the stack later writes the same link (it chains the record
+ * into its unlinked list), and the compare-and-swap that publishes the push
+ * orders the two, which ThreadSanitizer cannot see through CK's assembly.
+ * True when the push made the stack non-empty: the caller wakes whoever
+ * carries deferred removals out (session.c).
+ */
+static bool
+deferred_push(struct ckvo_registry *registry, struct ckvo_observation *obs)
+{
+	ck_stack_entry_t *head;
+
+	do {
+		head = ck_pr_load_ptr(&registry->deferred.head);
+		ck_pr_store_ptr(&obs->link.next, head);
+		/* The link, and the state before it, are visible before the push. */
+		ck_pr_fence_store();
+	} while (!ck_pr_cas_ptr(&registry->deferred.head, head, &obs->link));
+	return head == NULL;
+}
+
+ckvo_status_t
+ckvo__registry_defer(struct ckvo_registry *registry, ckvo_token_t token, bool *first)
+{
+	ck_epoch_record_t *record;
+	struct ckvo_observation *obs;
+	ckvo_status_t status = CKVO_ENOENT;
+	uint64_t tag;
+
+	*first = false;
+	record = ckvo__thread_record();
+	if (record == NULL)
+		return CKVO_ENOMEM;
+
+	ckvo__read_begin(record);
+	obs = ckvo__token_find(registry, token, &tag);
+	/* PUBLISHED: its own callback, called before its registration finished (ckvo__registry_add). */
+	if (obs != NULL && (ckvo__tag_state(tag) == CKVO_STATE_LIVE ||
+	    ckvo__tag_state(tag) == CKVO_STATE_PUBLISHED)) {
+		/*
+		 * Make dispatches check states in this slot until a writer has
+		 * unlinked it, and do so before the state changes: a dispatch
+		 * that finds the slot's count zero then finds the observation
+		 * still live, so once the state says DEFERRED every dispatch
+		 * that starts skips it. The slot outlives this section even if a
+		 * writer unlinks the observation meanwhile (the counter then
+		 * returns to zero after a transient wrap, which only makes
+		 * readers careful).
+		 */
+		ck_pr_inc_64(&obs->slot->deferred);
+		for (;;) {
+			uint64_t base = tag & ~(uint64_t)CKVO_TAG_STATE_MASK, seen;
+
+			/* Fails if the tag changed: removed, deferred, went LIVE, or (never here) reused. */
+			if (ck_pr_cas_64_value(&obs->tag, tag, base | CKVO_STATE_DEFERRED, &seen)) {
+				/* Pairs with the acquire in ckvo__registry_drain. */
+				CKVO_TSAN_RELEASE(obs);
+				*first = deferred_push(registry, obs);
+				status = CKVO_OK;
+				break;
+			}
+			/* Its registration finished meanwhile (PUBLISHED -> LIVE): once more. */
+			if (ckvo__tag_state(tag) == CKVO_STATE_PUBLISHED &&
+			    seen == (base | CKVO_STATE_LIVE)) {
+				tag = seen;
+				continue;
+			}
+			ck_pr_dec_64(&obs->slot->deferred); /* removed or deferred already */
+			break;
+		}
+	}
+	ckvo__read_end(record);
+	return status;
+}
+
+/* Removes every observation of `slot`, newest first; the last removal drops the slot. */
+static void
+slot_remove_all(struct ckvo_registry *registry, struct ckvo_slot *slot,
+    struct ckvo_unlinked *unlinked)
+{
+	struct ckvo_list *list = NULL;
+	uint32_t i = 0;
+
+	for (;;) {
+		bool last = slot->live == 1;
+
+		if (slot->list != list) {
+			/* A removal compacted the list: continue from the end of the new one. */
+			list = slot->list;
+			i = list->count;
+		}
+		while (list->items[i - 1].observation == 0)
+			i--;
+		(void)observation_remove(registry,
+		    ckvo__entry_observation(list->items[--i].observation), unlinked);
+		if (last)
+			return;
+	}
+}
+
+ckvo_status_t
+ckvo__registry_remove_object(struct ckvo_registry *registry, const void *object,
+    struct ckvo_unlinked *unlinked)
+{
+	struct ckvo_object_group *group;
+	ckvo_status_t status = CKVO_ENOENT;
+
+	/* Dropping an object's last slot frees its group: the lookup then fails. */
+	while ((group = object_group_get(registry, object, false)) != NULL) {
+		slot_remove_all(registry, group->head, unlinked);
+		status = CKVO_OK;
+	}
+	return status;
+}
+
+ckvo_status_t
+ckvo__registry_remove_owner(struct ckvo_registry *registry, const void *owner,
+    struct ckvo_unlinked *unlinked)
+{
+	struct ckvo_owner_group *group = owner_group_get(registry, owner, false);
+
+	if (group == NULL)
+		return CKVO_ENOENT;
+	/* Newest first; the group is retired together with its last observation. */
+	for (uint32_t count = group->count; count-- > 0;)
+		(void)observation_remove(registry, group->members[count], unlinked);
+	return CKVO_OK;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+bool
+ckvo__registry_init(struct ckvo_registry *registry, struct ckvo_limbo *garbage)
+{
+	int initialized = 0;
+
+	registry->garbage = garbage;
+	ck_stack_init(&registry->deferred);
+	if (ckvo__slotmap_init(&registry->slots))
+		initialized++;
+	if (initialized == 1 && ckvo__names_init(&registry->names, registry))
+		initialized++;
+	if (initialized == 2 && ckvo__groups_init(&registry->owners, registry))
+		initialized++;
+	if (initialized == 3 && ckvo__groups_init(&registry->objects, registry))
+		initialized++;
+	if (initialized == 4)
+		return true;
+	if (initialized > 0)
+		ckvo__slotmap_destroy(&registry->slots);
+	if (initialized > 1)
+		ckvo__set_destroy(&registry->names);
+	if (initialized > 2)
+		ckvo__set_destroy(&registry->owners);
+	return false;
+}
+
+/* Frees what is left once every observation is gone and released (keys aside: key.c). */
+void
+ckvo__registry_destroy(struct ckvo_registry *registry)
+{
+	ckvo__slotmap_destroy(&registry->slots);
+	ckvo__set_destroy(&registry->names);
+	ckvo__set_destroy(&registry->owners);
+	ckvo__set_destroy(&registry->objects);
+	ckvo__identities_destroy(registry);
+	ckvo__tokens_destroy(registry);
+}
