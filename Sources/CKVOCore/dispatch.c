@@ -330,3 +330,23 @@ ckvo_has_observers(ckvo_hub_t *hub, const void *object, ckvo_key_t key)
 	info = ckvo__key_lookup(hub, key);
 	return info != NULL && ckvo_probe_has_observers(&info->probe);
 }
+
+bool
+ckvo_token_is_live(ckvo_hub_t *hub, ckvo_token_t token)
+{
+	ck_epoch_record_t *record;
+	struct ckvo_observation *obs;
+	uint64_t tag = 0;
+
+	if (CKVO_UNLIKELY(hub == NULL || token == 0))
+		return false;
+	record = ckvo__thread_record();
+	if (CKVO_UNLIKELY(record == NULL))
+		return false;
+	/* A read section: the record's page may be retired meanwhile (token.c). */
+	ckvo__read_begin(record);
+	obs = ckvo__token_find(hub, token, &tag);
+	ckvo__read_end(record);
+	/* ckvo_unobserve removes exactly the LIVE ones (observe.c). */
+	return obs != NULL && ckvo__tag_state(tag) == CKVO_STATE_LIVE;
+}

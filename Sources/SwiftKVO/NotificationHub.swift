@@ -266,11 +266,9 @@ public struct NotificationHub: Sendable {
     ) throws(KVOError) -> ObservationToken {
         let sender = Sender(object)
         let box = HubTokenObservation(pinnedSender: Self.pin(sender), block: block)
-        let token = try register(box, name: name, sender: sender).0.token
-        // A KeyValueObservable sender's death removes the registration: the
-        // token watches for it. Any other registration lasts until invalidated.
-        guard let observable = sender.observable else { return ObservationToken(engineToken: token) }
-        return ObjectObservationToken(engineToken: token, liveness: observable.kvoRegistrar.ownerLiveness())
+        // A KeyValueObservable sender's death removes the registration, which
+        // the token then reports invalid; any other lasts until invalidated.
+        return ObservationToken(engineToken: try register(box, name: name, sender: sender).0.token)
     }
 
     // MARK: Posting
