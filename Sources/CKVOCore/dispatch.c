@@ -66,6 +66,9 @@ struct snapshot {
 	uint32_t count;
 };
 
+/* deliver() turns these bits into masks with a shift. */
+_Static_assert(CKVO_ENTRY_NEW == 1 && CKVO_ENTRY_OLD == 2, "value option bits");
+
 /* `view_values` before the first callee: no combination of value options. */
 #define CKVO_VIEW_VALUES_UNSET (~(uint64_t)0)
 
@@ -106,8 +109,11 @@ deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry
 		return;
 	values = options & d->allowed;
 	if (CKVO_UNLIKELY(values != d->view_values)) {
-		d->view->new_value = (values & CKVO_ENTRY_NEW) ? d->change->new_value : NULL;
-		d->view->old_value = (values & CKVO_ENTRY_OLD) ? d->change->old_value : NULL;
+		/* Masks, not branches: each value is kept or cleared by an AND. */
+		d->view->new_value = (const void *)((uintptr_t)d->change->new_value &
+		    -(uintptr_t)(values & CKVO_ENTRY_NEW));
+		d->view->old_value = (const void *)((uintptr_t)d->change->old_value &
+		    -(uintptr_t)((values & CKVO_ENTRY_OLD) >> 1));
 		d->view_values = values;
 	}
 	entry->callback(d->view, entry->context);
@@ -153,6 +159,7 @@ deliver_list(struct delivery *d, const struct snapshot *snap)
 	for (uint32_t i = 0; i < snap->count; i++)
 		deliver(d, snap, &items[i]);
 }
+
 
 /* The registration sequence number of an entry's observation, cleared or not. */
 static inline uint64_t
@@ -203,8 +210,7 @@ delivery_init(struct delivery *d, ckvo_change_t *view, const ckvo_change_t *chan
 	 * cost as much as the rest of a one-observer dispatch).
 	 */
 	view->object = change->object;
-	view->old_value = NULL;
-	view->new_value = NULL;
+	/* old_value and new_value: written for the first callee (view_values is unset). */
 	view->indexes = change->indexes;
 	view->index_count = change->index_count;
 	view->key = key;
@@ -247,7 +253,47 @@ dispatch_with_wildcard(ckvo_hub_t *hub, const struct ckvo_keyinfo *info,
 		deliver_merged(&d, &specific, &wildcard);
 }
 
-/* The observers of (change->object, key) alone: inlined, one frame for the common shape. */
+/*
+ * The observers of one object's list when there are several: out of line,
+ * so that the loop's state, kept in callee-saved registers across the
+ * calls, is saved and restored here and not on the one-observer path. One
+ * copy for will and one for did, so that `prior` stays a constant in each.
+ */
+static inline __attribute__((always_inline)) void
+dispatch_many(const ckvo_change_t *change, const struct snapshot *snap, bool prior, uint64_t allowed,
+    ckvo_key_t key, ckvo_kind_t kind)
+{
+	/*
+	 * A local copy that no callee can reach (the caller's escaped with its
+	 * address), so the loop keeps it in registers instead of reloading it
+	 * after every call.
+	 */
+	struct snapshot local = *snap;
+	struct delivery d;
+	ckvo_change_t view;
+
+	delivery_init(&d, &view, change, prior, allowed, key, kind);
+	deliver_list(&d, &local);
+}
+
+static __attribute__((noinline)) void
+dispatch_many_prior(const ckvo_change_t *change, const struct snapshot *snap, uint64_t allowed,
+    ckvo_key_t key, ckvo_kind_t kind)
+{
+	dispatch_many(change, snap, true, allowed, key, kind);
+}
+
+static __attribute__((noinline)) void
+dispatch_many_post(const ckvo_change_t *change, const struct snapshot *snap, uint64_t allowed,
+    ckvo_key_t key, ckvo_kind_t kind)
+{
+	dispatch_many(change, snap, false, allowed, key, kind);
+}
+
+/*
+ * The observers of (change->object, key) alone: inlined, one frame for the
+ * common shape; a single observer is called straight from that frame.
+ */
 static inline __attribute__((always_inline)) void
 dispatch_object(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const ckvo_change_t *change,
     bool prior, uint64_t allowed, ckvo_kind_t kind)
@@ -259,8 +305,18 @@ dispatch_object(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const ckvo_cha
 	snapshot_take(&specific, slot_lookup(hub, info, change->object));
 	if (specific.count == 0)
 		return;
+	if (CKVO_UNLIKELY(specific.count != 1)) {
+		/* A copy: `specific` itself never leaves registers. */
+		struct snapshot many = specific;
+
+		if (prior)
+			dispatch_many_prior(change, &many, allowed, info->id, kind);
+		else
+			dispatch_many_post(change, &many, allowed, info->id, kind);
+		return;
+	}
 	delivery_init(&d, &view, change, prior, allowed, info->id, kind);
-	deliver_list(&d, &specific);
+	deliver(&d, &specific, &specific.list->items[0]);
 }
 
 /* Inlined into will/did, so `prior` is a constant and a did-change loop tests no option. */
@@ -303,8 +359,12 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 		dispatch_with_wildcard(hub, info, change, prior, allowed, kind, wildcard);
 	else if (change->object != NULL)
 		dispatch_object(hub, info, change, prior, allowed, kind);
-	ckvo__read_end(record);
-	thread->depth--;
+	/*
+	 * The record again from the thread, not kept across the callbacks: the
+	 * one-observer path then has nothing to save around its call.
+	 */
+	ckvo__read_end(ckvo__thread.record);
+	ckvo__thread.depth--;
 	return CKVO_OK;
 }
 
