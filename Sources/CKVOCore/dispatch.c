@@ -211,8 +211,9 @@ delivery_init(struct delivery *d, ckvo_change_t *view, const ckvo_change_t *chan
 	 */
 	view->object = change->object;
 	/* old_value and new_value: written for the first callee (view_values is unset). */
-	view->indexes = change->indexes;
-	view->index_count = change->index_count;
+	/* A setting has no indexes (validated): constants when `kind` is one. */
+	view->indexes = kind == CKVO_KIND_SETTING ? NULL : change->indexes;
+	view->index_count = kind == CKVO_KIND_SETTING ? 0 : change->index_count;
 	view->key = key;
 	view->kind = kind;
 	view->is_prior = prior;
@@ -319,9 +320,13 @@ dispatch_object(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const ckvo_cha
 	deliver(&d, &specific, &specific.list->items[0]);
 }
 
-/* Inlined into will/did, so `prior` is a constant and a did-change loop tests no option. */
-static inline __attribute__((always_inline)) ckvo_status_t
-dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
+/*
+ * Every dispatch that is not a plain setting of one object's key without
+ * observers of every object, or that meets an error: out of line, reached
+ * by a tail call from dispatch() below.
+ */
+static __attribute__((noinline)) ckvo_status_t
+dispatch_general(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 {
 	struct ckvo_thread *thread = &ckvo__thread;
 	struct ckvo_keyinfo *info;
@@ -363,6 +368,48 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 	 * The record again from the thread, not kept across the callbacks: the
 	 * one-observer path then has nothing to save around its call.
 	 */
+	ckvo__read_end(ckvo__thread.record);
+	ckvo__thread.depth--;
+	return CKVO_OK;
+}
+
+
+/*
+ * Inlined into will/did, so `prior` is a constant and a did-change loop
+ * tests no option. The common shape — a valid plain setting of an object's
+ * key, this thread's record ready, no runaway nesting — is checked first;
+ * anything else goes on, by a tail call, to dispatch_general. Past that
+ * point the only calls are the callbacks (or the out-of-line loops), after
+ * which nothing but this thread's state is needed: the fast path saves no
+ * registers.
+ */
+static inline __attribute__((always_inline)) ckvo_status_t
+dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
+{
+	struct ckvo_keyinfo *info;
+	struct ckvo_slot *wildcard;
+	ck_epoch_record_t *record;
+	uint64_t allowed = prior ? CKVO_ENTRY_OLD : CKVO_ENTRY_NEW | CKVO_ENTRY_OLD;
+
+	/* Every early return is CKVO_OK or a tail call: no status kept in a register. */
+	if (CKVO_UNLIKELY(hub == NULL || change == NULL))
+		return dispatch_general(hub, change, prior);
+	info = ckvo__key_lookup(hub, change->key);
+	record = ckvo__thread.record;
+	if (CKVO_UNLIKELY(info == NULL || change->kind != CKVO_KIND_SETTING ||
+	    change->indexes != NULL || change->index_count != 0 || change->object == NULL ||
+	    record == NULL || ckvo__thread.depth >= CKVO_NESTING_LIMIT))
+		return dispatch_general(hub, change, prior);
+	if (ck_pr_load_64(&info->probe.observations) == 0)
+		return CKVO_OK;
+
+	ckvo__thread.depth++;
+	ckvo__read_begin(record);
+	wildcard = ck_pr_load_ptr(&info->wildcard);
+	if (CKVO_UNLIKELY(wildcard != NULL))
+		dispatch_with_wildcard(hub, info, change, prior, allowed, CKVO_KIND_SETTING, wildcard);
+	else
+		dispatch_object(hub, info, change, prior, allowed, CKVO_KIND_SETTING);
 	ckvo__read_end(ckvo__thread.record);
 	ckvo__thread.depth--;
 	return CKVO_OK;
