@@ -48,6 +48,7 @@ help:
 	@echo "make soak     SOAK_SECONDS=60: every workload at once, exact accounting, memory back to baseline"
 	@echo "make soak-tsan  SOAK_TSAN_SECONDS=20: the soak in the ThreadSanitizer build of make tsan"
 	@echo "make engine-graph  which engine files call which, and the cycles among them (Tools/engine_graph.py)"
+	@echo "make memory-breakdown  heap bytes per live C API observation, structure by structure"
 	@echo "make perf-check  instructions and allocations per hot operation (callgrind) against the baseline"
 	@echo "make perf-baseline  measure again and rewrite Tests/PerfCheck/baseline.tsv (commit it, saying why)"
 	@echo "make relay-test   SwiftKVORelay and SwiftKVOMetrics (trait Relay) against a private PostgreSQL it starts and stops"
@@ -176,6 +177,18 @@ bench: deps
 	@echo "== bench: swift run -c release Benchmarks $(BENCH_ARGS)"
 	$(SWIFT) run -c release Benchmarks $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory relay-bench RELAY_BENCH_ARGS="$(filter --quick,$(BENCH_ARGS))"
+
+# The heap bytes of live C API observations, structure by structure (docs/benchmarks.md).
+MEMORY_N ?= 100000
+$(BUILD)/memory_breakdown: Tools/memory_breakdown.c $(ENGINE_SRC) $(ENGINE_HDR) | deps
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE -ISources/CKVOCore/include \
+		$(ENGINE_SRC) Tools/memory_breakdown.c $$(pkg-config --libs ck) -lpthread -o $@
+
+.PHONY: memory-breakdown
+memory-breakdown: $(BUILD)/memory_breakdown
+	@echo "== memory-breakdown: $(MEMORY_N) observations, bytes per structure"
+	./$(BUILD)/memory_breakdown $(MEMORY_N)
 
 # ----------------------------------------------------------- reliability
 

@@ -19,6 +19,7 @@ enum PeerRegistry {
         SwiftKVOControllerBlockPeer(),
         SwiftKVOControllerActionPeer(),
         SwiftKVONotificationHubPeer(),
+        SwiftKVOHubTokenPeer(),
 
         // What a user would pick instead.
         NotificationCenterPeer(),

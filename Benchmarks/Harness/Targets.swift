@@ -52,6 +52,7 @@ struct Targets {
     static let counterparts: [(peer: String, label: String, against: [String])] = [
         ("swiftkvo-token", "token style", swiftPeers),
         ("swiftkvo-hub", "NotificationHub", ["notificationcenter"]),
+        ("swiftkvo-hub-token", "NotificationHub (token)", ["notificationcenter"]),
         ("swiftkvo-kvocontroller", "KVOController", ["kvocontroller-port"]),
     ]
 
@@ -129,6 +130,7 @@ struct Targets {
         }
         for (peer, label, against, peerLabel) in [
             ("swiftkvo-hub", "NotificationHub", "notificationcenter", "NotificationCenter"),
+            ("swiftkvo-hub-token", "NotificationHub (token)", "notificationcenter", "NotificationCenter"),
             ("swiftkvo-kvocontroller", "KVOController", "kvocontroller-port", "the port"),
         ] {
             out.append(TargetCheck(
@@ -175,14 +177,16 @@ struct Targets {
             detail: "scaling (N threads ÷ 1): token \(tokenScaling.map(format) ?? "—"), "
                 + "C floor \(floorScaling.map(format) ?? "—")"))
         for (w, label) in [(contention, "one object"), (workload(.contentionReadingSender), "reading the sender")] {
-            let hubScaling = row(w, "swiftkvo-hub")?.scalingRatio
             let centerScaling = row(w, "notificationcenter")?.scalingRatio
-            out.append(TargetCheck(
-                target: "contention, \(label): NotificationHub's scaling − NotificationCenter's",
-                bound: .atLeast(0), unit: "",
-                measured: hubScaling.flatMap { h in centerScaling.map { h - $0 } },
-                detail: "scaling: hub \(hubScaling.map(format) ?? "—"), "
-                    + "NotificationCenter \(centerScaling.map(format) ?? "—")"))
+            for (peer, hubLabel) in [("swiftkvo-hub", "NotificationHub"), ("swiftkvo-hub-token", "NotificationHub (token)")] {
+                let hubScaling = row(w, peer)?.scalingRatio
+                out.append(TargetCheck(
+                    target: "contention, \(label): \(hubLabel)'s scaling − NotificationCenter's",
+                    bound: .atLeast(0), unit: "",
+                    measured: hubScaling.flatMap { h in centerScaling.map { h - $0 } },
+                    detail: "scaling: hub \(hubScaling.map(format) ?? "—"), "
+                        + "NotificationCenter \(centerScaling.map(format) ?? "—")"))
+            }
         }
         let own = workload(.contentionOwnObjects)
         for (peer, label) in [("swiftkvo-c", "C API"), ("swiftkvo-token", "token style")] {

@@ -52,7 +52,7 @@ struct WorkloadSpec: Sendable {
                 + "observe every object", unit: "callback"))
         specs.append(WorkloadSpec(
             kind: .contentionReadingSender, size: 10, name: "contention-reading-sender/10",
-            title: "Contention, named notifications: \(threads) threads posting to the same 10 weak observers; "
+            title: "Contention, named notifications: \(threads) threads posting to the same 10 observers; "
                 + "each callback reads the notification's sender", unit: "callback"))
         specs.append(WorkloadSpec(
             kind: .churn, size: 100, name: "churn/100",

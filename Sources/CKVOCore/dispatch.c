@@ -68,6 +68,9 @@ struct snapshot {
 	uint32_t count;
 };
 
+/* deliver() turns these bits into masks with a shift. */
+_Static_assert(CKVO_ENTRY_NEW == 1 && CKVO_ENTRY_OLD == 2, "value option bits");
+
 /* `view_values` before the first callee: no combination of value options. */
 #define CKVO_VIEW_VALUES_UNSET (~(uint64_t)0)
 
@@ -108,8 +111,11 @@ deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry
 		return;
 	values = options & d->allowed;
 	if (CKVO_UNLIKELY(values != d->view_values)) {
-		d->view->new_value = (values & CKVO_ENTRY_NEW) ? d->change->new_value : NULL;
-		d->view->old_value = (values & CKVO_ENTRY_OLD) ? d->change->old_value : NULL;
+		/* Masks, not branches: each value is kept or cleared by an AND. */
+		d->view->new_value = (const void *)((uintptr_t)d->change->new_value &
+		    -(uintptr_t)(values & CKVO_ENTRY_NEW));
+		d->view->old_value = (const void *)((uintptr_t)d->change->old_value &
+		    -(uintptr_t)((values & CKVO_ENTRY_OLD) >> 1));
 		d->view_values = values;
 	}
 	entry->callback(d->view, entry->context);
@@ -155,6 +161,7 @@ deliver_list(struct delivery *d, const struct snapshot *snap)
 	for (uint32_t i = 0; i < snap->count; i++)
 		deliver(d, snap, &items[i]);
 }
+
 
 /* The registration sequence number of an entry's observation, cleared or not. */
 static inline uint64_t
@@ -205,10 +212,10 @@ delivery_init(struct delivery *d, ckvo_change_t *view, const ckvo_change_t *chan
 	 * cost as much as the rest of a one-observer dispatch).
 	 */
 	view->object = change->object;
-	view->old_value = NULL;
-	view->new_value = NULL;
-	view->indexes = change->indexes;
-	view->index_count = change->index_count;
+	/* old_value and new_value: written for the first callee (view_values is unset). */
+	/* A setting has no indexes (validated): constants when `kind` is one. */
+	view->indexes = kind == CKVO_KIND_SETTING ? NULL : change->indexes;
+	view->index_count = kind == CKVO_KIND_SETTING ? 0 : change->index_count;
 	view->key = key;
 	view->kind = kind;
 	view->is_prior = prior;
@@ -249,7 +256,47 @@ dispatch_with_wildcard(ckvo_hub_t *hub, const struct ckvo_keyinfo *info,
 		deliver_merged(&d, &specific, &wildcard);
 }
 
-/* The observers of (change->object, key) alone: inlined, one frame for the common shape. */
+/*
+ * The observers of one object's list when there are several: out of line,
+ * so that the loop's state, kept in callee-saved registers across the
+ * calls, is saved and restored here and not on the one-observer path. One
+ * copy for will and one for did, so that `prior` stays a constant in each.
+ */
+static inline __attribute__((always_inline)) void
+dispatch_many(const ckvo_change_t *change, const struct snapshot *snap, bool prior, uint64_t allowed,
+    ckvo_key_t key, ckvo_kind_t kind)
+{
+	/*
+	 * A local copy that no callee can reach (the caller's escaped with its
+	 * address), so the loop keeps it in registers instead of reloading it
+	 * after every call.
+	 */
+	struct snapshot local = *snap;
+	struct delivery d;
+	ckvo_change_t view;
+
+	delivery_init(&d, &view, change, prior, allowed, key, kind);
+	deliver_list(&d, &local);
+}
+
+static __attribute__((noinline)) void
+dispatch_many_prior(const ckvo_change_t *change, const struct snapshot *snap, uint64_t allowed,
+    ckvo_key_t key, ckvo_kind_t kind)
+{
+	dispatch_many(change, snap, true, allowed, key, kind);
+}
+
+static __attribute__((noinline)) void
+dispatch_many_post(const ckvo_change_t *change, const struct snapshot *snap, uint64_t allowed,
+    ckvo_key_t key, ckvo_kind_t kind)
+{
+	dispatch_many(change, snap, false, allowed, key, kind);
+}
+
+/*
+ * The observers of (change->object, key) alone: inlined, one frame for the
+ * common shape; a single observer is called straight from that frame.
+ */
 static inline __attribute__((always_inline)) void
 dispatch_object(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const ckvo_change_t *change,
     bool prior, uint64_t allowed, ckvo_kind_t kind)
@@ -261,13 +308,27 @@ dispatch_object(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const ckvo_cha
 	snapshot_take(&specific, slot_lookup(hub, info, change->object));
 	if (specific.count == 0)
 		return;
+	if (CKVO_UNLIKELY(specific.count != 1)) {
+		/* A copy: `specific` itself never leaves registers. */
+		struct snapshot many = specific;
+
+		if (prior)
+			dispatch_many_prior(change, &many, allowed, info->id, kind);
+		else
+			dispatch_many_post(change, &many, allowed, info->id, kind);
+		return;
+	}
 	delivery_init(&d, &view, change, prior, allowed, info->id, kind);
-	deliver_list(&d, &specific);
+	deliver(&d, &specific, &specific.list->items[0]);
 }
 
-/* Inlined into will/did, so `prior` is a constant and a did-change loop tests no option. */
-static inline __attribute__((always_inline)) ckvo_status_t
-dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
+/*
+ * Every dispatch that is not a plain setting of one object's key without
+ * observers of every object, or that meets an error: out of line, reached
+ * by a tail call from dispatch() below.
+ */
+static __attribute__((noinline)) ckvo_status_t
+dispatch_general(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 {
 	struct ckvo_thread *thread = &ckvo__thread;
 	struct ckvo_keyinfo *info;
@@ -305,8 +366,54 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 		dispatch_with_wildcard(hub, info, change, prior, allowed, kind, wildcard);
 	else if (change->object != NULL)
 		dispatch_object(hub, info, change, prior, allowed, kind);
-	ckvo__read_end(record);
-	thread->depth--;
+	/*
+	 * The record again from the thread, not kept across the callbacks: the
+	 * one-observer path then has nothing to save around its call.
+	 */
+	ckvo__read_end(ckvo__thread.record);
+	ckvo__thread.depth--;
+	return CKVO_OK;
+}
+
+
+/*
+ * Inlined into will/did, so `prior` is a constant and a did-change loop
+ * tests no option. The common shape — a valid plain setting of an object's
+ * key, this thread's record ready, no runaway nesting — is checked first;
+ * anything else goes on, by a tail call, to dispatch_general. Past that
+ * point the only calls are the callbacks (or the out-of-line loops), after
+ * which nothing but this thread's state is needed: the fast path saves no
+ * registers.
+ */
+static inline __attribute__((always_inline)) ckvo_status_t
+dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
+{
+	struct ckvo_keyinfo *info;
+	struct ckvo_slot *wildcard;
+	ck_epoch_record_t *record;
+	uint64_t allowed = prior ? CKVO_ENTRY_OLD : CKVO_ENTRY_NEW | CKVO_ENTRY_OLD;
+
+	/* Every early return is CKVO_OK or a tail call: no status kept in a register. */
+	if (CKVO_UNLIKELY(hub == NULL || change == NULL))
+		return dispatch_general(hub, change, prior);
+	info = ckvo__key_lookup(hub, change->key);
+	record = ckvo__thread.record;
+	if (CKVO_UNLIKELY(info == NULL || change->kind != CKVO_KIND_SETTING ||
+	    change->indexes != NULL || change->index_count != 0 || change->object == NULL ||
+	    record == NULL || ckvo__thread.depth >= CKVO_NESTING_LIMIT))
+		return dispatch_general(hub, change, prior);
+	if (ck_pr_load_64(&info->probe.observations) == 0)
+		return CKVO_OK;
+
+	ckvo__thread.depth++;
+	ckvo__read_begin(record);
+	wildcard = ck_pr_load_ptr(&info->wildcard);
+	if (CKVO_UNLIKELY(wildcard != NULL))
+		dispatch_with_wildcard(hub, info, change, prior, allowed, CKVO_KIND_SETTING, wildcard);
+	else
+		dispatch_object(hub, info, change, prior, allowed, CKVO_KIND_SETTING);
+	ckvo__read_end(ckvo__thread.record);
+	ckvo__thread.depth--;
 	return CKVO_OK;
 }
 
@@ -331,4 +438,24 @@ ckvo_has_observers(ckvo_hub_t *hub, const void *object, ckvo_key_t key)
 		return false;
 	info = ckvo__key_lookup(&hub->registry, key);
 	return info != NULL && ckvo_probe_has_observers(&info->probe);
+}
+
+bool
+ckvo_token_is_live(ckvo_hub_t *hub, ckvo_token_t token)
+{
+	ck_epoch_record_t *record;
+	struct ckvo_observation *obs;
+	uint64_t tag = 0;
+
+	if (CKVO_UNLIKELY(hub == NULL || token == 0))
+		return false;
+	record = ckvo__thread_record();
+	if (CKVO_UNLIKELY(record == NULL))
+		return false;
+	/* A read section: the record's page may be retired meanwhile (token.c). */
+	ckvo__read_begin(record);
+	obs = ckvo__token_find(hub, token, &tag);
+	ckvo__read_end(record);
+	/* ckvo_unobserve removes exactly the LIVE ones (observe.c). */
+	return obs != NULL && ckvo__tag_state(tag) == CKVO_STATE_LIVE;
 }

@@ -130,6 +130,13 @@ enum Engine {
         ckvo_key_name(hub, key).map { String(cString: $0) }
     }
 
+    /// Whether `token` still names a registered observation
+    /// (`ckvo_token_is_live`): `false` once anything removed it, its object's
+    /// death included. Lock-free.
+    static func isLive(_ token: EngineToken) -> Bool {
+        ckvo_token_is_live(fastHub, token)
+    }
+
     // MARK: Object identity
 
     /// An object's identity in the engine: its address.

@@ -101,10 +101,8 @@ enum Deliveries {
     ) throws(KVOError) -> ObservationToken {
         let registrar = object.kvoRegistrar
         registrar.attach(object)
-        let liveness = registrar.ownerLiveness()
-        return ObjectObservationToken(
+        return ObservationToken(
             engineToken: try Engine.observe(
-                object: Engine.address(object), key: key, options: options, owner: nil, box: box),
-            liveness: liveness)
+                object: Engine.address(object), key: key, options: options, owner: nil, box: box))
     }
 }

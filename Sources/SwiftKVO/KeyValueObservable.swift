@@ -96,18 +96,9 @@ public final class KVORegistrar: Sendable {
     @usableFromInline
     let ownerAddress = Atomic<UInt>(0)
     /// Handlers to run at the owner's death, and the next handler's id (kept
-    /// under the lock, so the registrar stays the size it was with the word
-    /// below).
+    /// under the lock: one stored property, not two).
     private let deathHandlers = LockedState<(handlers: [UInt64: @Sendable () -> Void], nextID: UInt64)>(
         ([:], 1))
-    /// An `OwnerLiveness` (the bits of an `Unmanaged`, which the registrar
-    /// holds until it deinitializes), or 0: told of the owner's death, for
-    /// the tokens of its observations; made for the first of them, so an
-    /// owner never observed through a token has none. (A plain atomic word,
-    /// not `AtomicLazyReference`, whose unspecialized `load()` cost hundreds
-    /// of instructions per registration.)
-    @usableFromInline
-    let livenessBits = Atomic<UInt>(0)
 
     /// Creates a registrar for the object that stores it.
     public init() {}
@@ -130,34 +121,6 @@ public final class KVORegistrar: Sendable {
         }
     }
 
-    /// The owner's liveness, which its observations' tokens keep (see
-    /// ``ObjectObservationToken``); made on first use, then the same object.
-    /// Unretained: the registrar holds it until it deinitializes, so a
-    /// caller that may outlive the registrar holds it too (`hold()`).
-    @inlinable @inline(__always)
-    func ownerLiveness() -> Unmanaged<OwnerLiveness> {
-        // Acquiring: the liveness object's initialization happens before.
-        let bits = livenessBits.load(ordering: .acquiring)
-        if bits != 0 { return Self.liveness(bits) }
-        return makeOwnerLiveness()
-    }
-
-    /// The first call of ``ownerLiveness()``: makes the object.
-    @usableFromInline @inline(never)
-    func makeOwnerLiveness() -> Unmanaged<OwnerLiveness> {
-        let created = Unmanaged.passRetained(OwnerLiveness())
-        let (stored, current) = livenessBits.compareExchange(
-            expected: 0, desired: UInt(bitPattern: created.toOpaque()), ordering: .acquiringAndReleasing)
-        if stored { return created }
-        OwnerLiveness.letGo(created)  // another thread's came first
-        return Self.liveness(current)
-    }
-
-    @inlinable @inline(__always)
-    static func liveness(_ bits: UInt) -> Unmanaged<OwnerLiveness> {
-        Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
-    }
-
     /// Runs `handler` when the owner dies; returns an id for ``removeDeathHandler(_:)``.
     func addDeathHandler(_ handler: @escaping @Sendable () -> Void) -> UInt64 {
         deathHandlers.withLock { state in
@@ -175,14 +138,6 @@ public final class KVORegistrar: Sendable {
     deinit {
         let address = ownerAddress.load(ordering: .relaxed)
         if address != 0 { Engine.unobserveObject(address: address) }
-        // After the removal: a token that reads the owner dead finds nothing
-        // left to invalidate.
-        let bits = livenessBits.load(ordering: .acquiring)
-        if bits != 0 {
-            let liveness = Self.liveness(bits)
-            liveness._withUnsafeGuaranteedRef { $0.ownerDied() }
-            OwnerLiveness.letGo(liveness)
-        }
         let handlers = deathHandlers.withLock { state in
             defer { state.handlers = [:] }
             return Array(state.handlers.values)

@@ -21,7 +21,13 @@
 /// - Observers are held weakly: once one is gone its blocks are never called
 ///   again and a post that meets it removes its registration (deferred,
 ///   without taking any lock on the posting path). Each delivery loads the
-///   observer strongly for the block's duration (a retain and a release).
+///   observer strongly for the block's duration (a retain and a release):
+///   nothing else can stop the observer's deinit from running while its
+///   block does. That is the one write to memory that other posting threads
+///   share; a token-style registration
+///   (``addObserver(forName:object:using:)``), whose block captures what it
+///   needs, makes none: the post lends the sender, the block borrows the
+///   notification, and reading `note.object` counts no reference.
 /// - Senders given as filters are not retained. A ``KeyValueObservable``
 ///   sender's registrations are removed when it deinitializes; a plain
 ///   sender's stay until their observer is removed (no post can come from
@@ -260,11 +266,9 @@ public struct NotificationHub: Sendable {
     ) throws(KVOError) -> ObservationToken {
         let sender = Sender(object)
         let box = HubTokenObservation(pinnedSender: Self.pin(sender), block: block)
-        let token = try register(box, name: name, sender: sender).0.token
-        // A KeyValueObservable sender's death removes the registration: the
-        // token watches for it. Any other registration lasts until invalidated.
-        guard let observable = sender.observable else { return ObservationToken(engineToken: token) }
-        return ObjectObservationToken(engineToken: token, liveness: observable.kvoRegistrar.ownerLiveness())
+        // A KeyValueObservable sender's death removes the registration, which
+        // the token then reports invalid; any other lasts until invalidated.
+        return ObservationToken(engineToken: try register(box, name: name, sender: sender).0.token)
     }
 
     // MARK: Posting
@@ -287,10 +291,13 @@ public struct NotificationHub: Sendable {
     public func post(name: Name, object: AnyObject? = nil, userInfo: [String: any Sendable] = [:]) {
         let key = name.keyIfEverObserved
         guard key != 0, Engine.hasObservers(nil, key) else { return }
+        // The sender's address, taken here: a closure capturing the sender
+        // itself would retain it, a write to the reference count that every
+        // thread posting for this sender shares.
+        let address = object.map { Engine.address($0) }
         HubNotification.posting(name: name, object: object, userInfo: userInfo) { contents in
             _ = Engine.announceRaw(
-                prior: false, object: object.map { Engine.address($0) }, key: key, kind: .setting,
-                old: nil, new: contents, indexes: [])
+                prior: false, object: address, key: key, kind: .setting, old: nil, new: contents, indexes: [])
         }
     }
 

@@ -7,11 +7,12 @@ import Synchronization
 ///
 /// Thread-safe: any method may be called from any thread, any number of times.
 ///
-/// Not `final` only so that internal subclasses can carry what some tokens
-/// need and others do not: a key-path chain's token owns its several
-/// registrations, and the token of an observed object watches that object's
-/// death, while a hub token for every sender stays one word. The class is
-/// not `open`, so it cannot be subclassed outside SwiftKVO.
+/// Not `final` only so that an internal subclass can carry what a key-path
+/// chain's token needs (its several registrations), while every other token
+/// stays one word, a 32-byte heap block: whether an observed object died is
+/// asked of the engine, which removed the observation, so the token keeps
+/// nothing of the object. The class is not `open`, so it cannot be
+/// subclassed outside SwiftKVO.
 public class ObservationToken: @unchecked Sendable {  // one immutable atomic field; subclasses are internal and Sendable
     /// The engine token; 0 once invalidated (or for a failed registration).
     private let engineToken: Atomic<UInt64>
@@ -32,9 +33,10 @@ public class ObservationToken: @unchecked Sendable {  // one immutable atomic fi
     /// since such a sender cannot report its death (see
     /// ``NotificationHub/addObserver(forName:object:using:)``).
     ///
-    /// Two atomic loads; never blocks.
+    /// Asks the engine (a lock-free lookup of the token); never blocks.
     public var isValid: Bool {
-        engineToken.load(ordering: .acquiring) != 0
+        let token = engineToken.load(ordering: .acquiring)
+        return token != 0 && Engine.isLive(token)
     }
 
     /// Ends the observation. After it returns no notification that starts
@@ -81,78 +83,6 @@ public class ObservationToken: @unchecked Sendable {  // one immutable atomic fi
         // read-modify-write (nothing else can reach the token any more).
         if engineToken.load(ordering: .relaxed) != 0 { invalidate() }
     }
-}
-
-/// The token of an observation of one object — a property or dependent key
-/// of a ``KeyValueObservable``, or a hub registration filtered on one — which
-/// the object's death removes (its ``KVORegistrar``): also invalid from then
-/// on. It holds the object's ``OwnerLiveness``, not the object or its
-/// registrar, so it neither keeps the object's observations nor delays its
-/// death; nothing on the notification path reads it.
-@usableFromInline
-final class ObjectObservationToken: ObservationToken, @unchecked Sendable {  // immutable; the liveness is atomic
-    /// Held by this token (``OwnerLiveness/hold()``), let go in deinit.
-    private let liveness: Unmanaged<OwnerLiveness>
-
-    /// Holds `liveness` (given unretained, see ``KVORegistrar/ownerLiveness()``).
-    @usableFromInline
-    init(engineToken: EngineToken, liveness: Unmanaged<OwnerLiveness>) {
-        liveness._withUnsafeGuaranteedRef { $0.hold() }
-        self.liveness = liveness
-        super.init(engineToken: engineToken)
-    }
-
-    override var isValid: Bool {
-        super.isValid && liveness._withUnsafeGuaranteedRef { $0.isAlive }
-    }
-
-    deinit { OwnerLiveness.letGo(liveness) }
-}
-
-/// Whether a ``KeyValueObservable`` object is alive, for the tokens of its
-/// observations: one per observed object, made by its registrar when the
-/// first token needs it.
-///
-/// Its holders — the registrar until it deinitializes, and each token — are
-/// counted here, with one inline atomic operation each, instead of each
-/// retaining the object (a call into the runtime, several times the cost on
-/// the registration path); the last to let go releases the one Swift
-/// reference they share. (A weak reference to the registrar would give it a
-/// side table and slow down every retain of it.)
-@usableFromInline
-final class OwnerLiveness: Sendable {
-    @usableFromInline
-    let alive = Atomic<Bool>(true)
-    /// The registrar's hold (until its owner dies) and one per token.
-    @usableFromInline
-    let holders = Atomic<Int>(1)
-
-    @usableFromInline
-    init() {}
-
-    /// `false` once the owner's registrar removed its observations.
-    @inlinable
-    var isAlive: Bool { alive.load(ordering: .acquiring) }
-
-    /// Another holder; only while some holder is known to remain (the
-    /// registrar during a registration on its owner).
-    @inlinable @inline(__always)
-    func hold() { holders.wrappingAdd(1, ordering: .relaxed) }
-
-    /// Ends a hold of `liveness`; the last one releases it. Acquiring and
-    /// releasing, as a reference count: every holder's reads happen before
-    /// the release.
-    @inlinable @inline(__always)
-    static func letGo(_ liveness: Unmanaged<OwnerLiveness>) {
-        let previous = liveness._withUnsafeGuaranteedRef {
-            $0.holders.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue
-        }
-        if previous == 1 { liveness.release() }
-    }
-
-    /// Called by the registrar's deinit, after it removed the owner's
-    /// observations; the registrar then lets go.
-    func ownerDied() { alive.store(false, ordering: .releasing) }
 }
 
 /// The token of an observation made of several engine registrations (a

@@ -41,6 +41,29 @@ import Testing
         }
     }
 
+    @Test func tokenIsLiveExactlyWhileUnobserveWouldRemoveIt() {
+        let hubs = [TestHub(), TestHub()]
+        let (tokens, _) = observeOnEach(hubs)
+        let hub = hubs[0]
+        #expect(ckvo_token_is_live(hub.raw, tokens[0]))
+        #expect(!ckvo_token_is_live(hub.raw, tokens[1]), "another hub's token")
+        #expect(!ckvo_token_is_live(hub.raw, 0))
+        #expect(!ckvo_token_is_live(nil, tokens[0]))
+        #expect(hub.unobserve(tokens[0]) == CKVO_OK)
+        #expect(!ckvo_token_is_live(hub.raw, tokens[0]))
+        // Removed with its object: no longer live either, and still not after its record is reused.
+        let probe = Probe()
+        let token = hub.mustObserve(probe, object: fake(7), key: hub.key("value"))
+        #expect(ckvo_token_is_live(hub.raw, token))
+        #expect(ckvo_unobserve_object(hub.raw, fake(7)) == CKVO_OK)
+        #expect(!ckvo_token_is_live(hub.raw, token))
+        _ = hub.flush()
+        let reused = hub.mustObserve(probe, object: fake(7), key: hub.key("value"))
+        #expect(!ckvo_token_is_live(hub.raw, token))
+        #expect(ckvo_token_is_live(hub.raw, reused))
+        #expect(ckvo_token_is_live(hubs[1].raw, tokens[1]))
+    }
+
     @Test func tokenOfADestroyedHubReportsNotFoundInANewHub() {
         // Many hubs come and go, each with observations that come and go; every old token is
         // tried on every later hub.

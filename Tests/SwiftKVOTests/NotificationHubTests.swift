@@ -230,6 +230,35 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         hub.removeObserver(observer)
     }
 
+    @Test func aNotificationKeptByABlockKeepsItsSenderAliveAfterThePost() throws {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let observer = Observer()
+        let deaths = Counter()
+        let kept = Log<HubNotification>()
+        try hub.addObserver(observer, name: name) { _, note in kept.append(note) }
+        // The only reference to each sender is the post's argument: once the
+        // post returns, the kept notifications are all that hold them.
+        for _ in 0..<3 { hub.post(name: name, object: Observer { deaths.increment() }) }
+        #expect(deaths.count == 0)
+        #expect(kept.values.allSatisfy { $0.object != nil })
+        hub.removeObserver(observer)
+    }
+
+    @Test func aNotificationKeptByABlockReleasesItsSenderWithTheLastCopy() throws {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let observer = Observer()
+        let deaths = Counter()
+        nonisolated(unsafe) var kept: HubNotification?
+        try hub.addObserver(observer, name: name) { _, note in kept = note }
+        hub.post(name: name, object: Observer { deaths.increment() })
+        hub.post(name: name, object: nil)  // replaces the kept notification
+        #expect(deaths.count == 1)
+        #expect(kept?.object == nil)
+        hub.removeObserver(observer)
+    }
+
     @Test func aPostKeepsNeitherItsSenderNorItsPayloadAlive() throws {
         let hub = NotificationHub.default
         let name = uniqueName()

@@ -469,6 +469,16 @@ CKVO_EXPORT ckvo_status_t ckvo_did_change(ckvo_hub_t *hub, const ckvo_change_t *
  */
 CKVO_EXPORT bool ckvo_has_observers(ckvo_hub_t *hub, const void *object, ckvo_key_t key);
 
+/*
+ * Whether `token` names an observation of `hub` that ckvo_unobserve would
+ * still remove: false once it was removed (by any ckvo_unobserve* call,
+ * including the removal of its object or owner), and for 0, a stale token
+ * or another hub's, and when this thread cannot get its reader record (out
+ * of memory). Lock-free, a read section and a lookup; any thread, also from
+ * inside a callback. What it answers may change as soon as it returns.
+ */
+CKVO_EXPORT bool ckvo_token_is_live(ckvo_hub_t *hub, ckvo_token_t token);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,55 @@
+// The Swift layer's heap blocks per observation, measured (docs/benchmarks.md, "Memory per
+// observation, by structure"): each object a registration makes, at its real heap footprint —
+// malloc_usable_size plus glibc's 8-byte chunk header — so a field added to a box or a token
+// shows here as the 16 bytes it costs once it crosses a size class. The engine's share (record,
+// list entry, slot, slot-map bucket, group, identity bucket) is measured by
+// `make memory-breakdown` (Tools/memory_breakdown.c); the totals by the benchmark's memory rows.
+
+import Foundation
+import Testing
+@testable import SwiftKVO
+
+private final class Subject: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var value = 0
+}
+
+private final class Listener: Sendable {}
+
+/// glibc's `malloc_usable_size` (declared in <malloc.h>, which Glibc's module map leaves out).
+@_silgen_name("malloc_usable_size")
+private func mallocUsableSize(_ pointer: UnsafeMutableRawPointer) -> Int
+
+/// Footprints are glibc's: a sanitizer's allocator owns the blocks under `make tsan` / `make asan`.
+@Suite(.disabled(if: MemoryBoundTests.sanitizer != nil, "a sanitizer's allocator, not glibc's"))
+struct MemoryBreakdownTests {
+    /// The heap footprint of the block holding `object`.
+    static func footprint(_ object: AnyObject) -> Int {
+        mallocUsableSize(Unmanaged.passUnretained(object).toOpaque()) + MemoryLayout<Int>.size
+    }
+
+    @Test func tokenObservationHoldsABoxAndAToken() throws {
+        let subject = Subject()
+        let listener = Listener()
+        let keyPath = Unmanaged.passUnretained(\Subject.value as AnyKeyPath)
+        let box = HandlerObservation<Subject, Int>(
+            unmanagedKeyPath: keyPath, readsInitialValue: true) { [listener] _, _ in withExtendedLifetime(listener) {} }
+        let token = try subject.observe(\.value, options: .new) { [listener] _, _ in withExtendedLifetime(listener) {} }
+        print("memory-breakdown: token box \(Self.footprint(box)) B, token \(Self.footprint(token)) B")
+        #expect(Self.footprint(box) <= 64)
+        #expect(Self.footprint(token) <= 32)
+        token.invalidate()
+    }
+
+    @Test func hubRegistrationsHoldABox() throws {
+        let listener = Listener()
+        let observerBox = NotificationHub.makeBox(observer: listener, sender: .init(nil)) { _, _ in }
+        let tokenBox = HubTokenObservation(pinnedSender: nil) { [listener] _ in withExtendedLifetime(listener) {} }
+        let token = try NotificationHub.default.addObserver(forName: "memory-breakdown") { _ in }
+        print("memory-breakdown: hub observer-form box \(Self.footprint(observerBox)) B, "
+            + "hub token-form box \(Self.footprint(tokenBox)) B, hub token \(Self.footprint(token)) B")
+        #expect(Self.footprint(observerBox) <= 80)
+        #expect(Self.footprint(tokenBox) <= 64)
+        token.invalidate()
+    }
+}
