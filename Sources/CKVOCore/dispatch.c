@@ -396,7 +396,7 @@ dispatch(ckvo_hub_t *hub, const ckvo_change_t *change, bool prior)
 	/* Every early return is CKVO_OK or a tail call: no status kept in a register. */
 	if (CKVO_UNLIKELY(hub == NULL || change == NULL))
 		return dispatch_general(hub, change, prior);
-	info = ckvo__key_lookup(hub, change->key);
+	info = ckvo__key_lookup(&hub->registry, change->key);
 	record = ckvo__thread.record;
 	if (CKVO_UNLIKELY(info == NULL || change->kind != CKVO_KIND_SETTING ||
 	    change->indexes != NULL || change->index_count != 0 || change->object == NULL ||
@@ -454,7 +454,7 @@ ckvo_token_is_live(ckvo_hub_t *hub, ckvo_token_t token)
 		return false;
 	/* A read section: the record's page may be retired meanwhile (token.c). */
 	ckvo__read_begin(record);
-	obs = ckvo__token_find(hub, token, &tag);
+	obs = ckvo__token_find(&hub->registry, token, &tag);
 	ckvo__read_end(record);
 	/* ckvo_unobserve removes exactly the LIVE ones (observe.c). */
 	return obs != NULL && ckvo__tag_state(tag) == CKVO_STATE_LIVE;
