@@ -121,7 +121,7 @@ ckvo__session_wake(struct ckvo_hub *hub)
 }
 
 /* Drops the lock, leaving what is pending or queued to the background reclaimer. */
-static void
+static inline __attribute__((always_inline)) void
 leave(struct ckvo_hub *hub)
 {
 	if (!hub->armed && (ckvo__limbo_pending(&hub->limbo) != 0 || ckvo__release_queued(hub))) {
