@@ -190,7 +190,7 @@ enum KeyPathRegistry {
             // The subclass's own declaration of an inherited property: an
             // override. Its values are read through it, as a one-link chain.
             guard let declaring = first.property.declaringClass, Root.self != declaring,
-                isSubclass(Root.self, of: declaring),
+                isSubclass(Root.self, of: ObjectIdentifier(declaring)),
                 isOverride(links[0].id, of: first, declaredBy: declaring, in: Root.self)
             else { throw refusal(keyPath, "a computed property, not an observable one") }
             let override = ResolvedKeyPath(
@@ -290,10 +290,11 @@ enum KeyPathRegistry {
         KVOError(.unsupportedKeyPath, detail: "\(spelling(of: keyPath)): \(reason)")
     }
 
-    private static func isSubclass(_ type: Any.Type, of ancestor: AnyClass) -> Bool {
+    /// Whether `type` is the class `ancestor` or one of its subclasses.
+    static func isSubclass(_ type: Any.Type, of ancestor: ObjectIdentifier) -> Bool {
         var current: AnyClass? = type as? AnyClass
         while let candidate = current {
-            if candidate == ancestor { return true }
+            if ObjectIdentifier(candidate) == ancestor { return true }
             current = _getSuperclass(candidate)
         }
         return false

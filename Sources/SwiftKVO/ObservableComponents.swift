@@ -64,7 +64,7 @@ enum ObservableComponents {
             return ids.contains(id) ? .property : .notProperty
         }
         return state.withLock { state in
-            guard let known = state.known[id], isClass(owner, orSubclassOf: known.declaringClass)
+            guard let known = state.known[id], KeyPathRegistry.isSubclass(owner, of: known.declaringClass)
             else { return .unknown }
             return .property
         }
@@ -168,14 +168,5 @@ enum ObservableComponents {
         }
         state.withLock { $0.reported[ObjectIdentifier(owner)] = ids }
         return ids
-    }
-
-    private static func isClass(_ type: Any.Type, orSubclassOf ancestor: ObjectIdentifier) -> Bool {
-        var current: AnyClass? = type as? AnyClass
-        while let candidate = current {
-            if ObjectIdentifier(candidate) == ancestor { return true }
-            current = _getSuperclass(candidate)
-        }
-        return false
     }
 }
