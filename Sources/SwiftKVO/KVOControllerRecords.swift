@@ -123,8 +123,9 @@ final class KVOControllerChainEntry: KVOControllerEntry, @unchecked Sendable {
 ///
 /// One word, hashed once: an engine key, shifted and tagged odd, for a
 /// property or dependent key; for a key-path chain, which has no single
-/// engine key, the address of the interned key path (immortal, so never
-/// reused; aligned, so even).
+/// engine key, the number of what it reads, shifted (even): the same for
+/// `\Derived.account.name` and `\Base.account.name`, and for
+/// `\Owner.wallet?.balance` and the name `"wallet.balance"`.
 enum KVOControllerKey {
     /// The key `resolved` is filed under.
     static func of(_ resolved: ResolvedKeyPath) -> UInt {
@@ -134,7 +135,7 @@ enum KVOControllerKey {
         case .chain where resolved.key != 0:  // an override: one observation whatever the spelling
             UInt(resolved.key) << 1 | 1
         case .chain:
-            UInt(bitPattern: ObjectIdentifier(resolved.keyPath))
+            resolved.chainNumber << 1
         }
     }
 }

@@ -80,11 +80,16 @@ struct ResolvedKeyPath: @unchecked Sendable {  // refers to immortal objects
     /// The property's key path identity, for `.property`: which getter an
     /// object's class may override.
     let propertyID: KeyPathComponentID?
+    /// For a `.chain` without a key: the number of what it reads, shared by
+    /// every spelling of it (see ``KeyPathRegistry/chainNumber(of:)``); 0
+    /// otherwise.
+    let chainNumber: UInt
 
-    init(kind: Kind, keyPath: AnyKeyPath, key: EngineKey, property: PropertyKey?) {
+    init(kind: Kind, keyPath: AnyKeyPath, key: EngineKey, property: PropertyKey?, chainNumber: UInt = 0) {
         self.kind = kind
         self.keyPath = keyPath
         self.key = key
+        self.chainNumber = chainNumber
         self.property = property
         self.declaringClass = property?.declaringClass
         self.propertyID = property == nil ? nil : KeyPathShape.singleLink(of: keyPath)?.id
@@ -176,7 +181,9 @@ enum KeyPathRegistry {
         guard let first = records.first, first.object === object else {
             throw refusal(keyPath, "it reads no observable property of the object")
         }
-        let chain = ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil)
+        var chain: ResolvedKeyPath {
+            ResolvedKeyPath(kind: .chain, keyPath: keyPath, key: 0, property: nil, chainNumber: chainNumber(of: links))
+        }
         if links.count == 1 {
             guard records.count == 1, first.property.valueType == Value.self else {
                 throw refusal(keyPath, "a computed property, not an observable one")
@@ -288,6 +295,33 @@ enum KeyPathRegistry {
     /// `.unsupportedKeyPath`, naming the key path and what is wrong with it.
     static func refusal(_ keyPath: AnyKeyPath, _ reason: String) -> KVOError {
         KVOError(.unsupportedKeyPath, detail: "\(spelling(of: keyPath)): \(reason)")
+    }
+
+    /// What a chain reads: its components' identities, where each is
+    /// optional-chained, and its value type.
+    private struct ChainReading: Hashable {
+        let ids: [KeyPathComponentID]
+        let optionalChained: [Bool]
+        let valueType: ObjectIdentifier
+    }
+
+    /// Chains by what they read, numbered from 1.
+    private static let chainNumbers = LockedState([ChainReading: UInt]())
+
+    /// The number of the chain whose components are `links`: the same for
+    /// every key path that reads the same properties the same way, whatever
+    /// its root (`\Derived.account.name`, `\Base.account.name`) or how it
+    /// was made (a literal, `appending`, a name).
+    static func chainNumber(of links: [KeyPathLink]) -> UInt {
+        let reading = ChainReading(
+            ids: links.map(\.id), optionalChained: links.map(\.isOptionalChained),
+            valueType: ObjectIdentifier(links.last?.valueType ?? Void.self))
+        return chainNumbers.withLock { numbers in
+            if let number = numbers[reading] { return number }
+            let number = UInt(numbers.count + 1)
+            numbers[reading] = number
+            return number
+        }
     }
 
     /// Whether `type` is the class `ancestor` or one of its subclasses.

@@ -71,6 +71,16 @@ enum KeyPathShape {
         }
     }
 
+    /// The identity of the first component with arguments (a subscript) of
+    /// `keyPath`, read up to it.
+    static func firstArgumentComponentID(of keyPath: AnyKeyPath) -> KeyPathComponentID? {
+        withExtendedLifetime(keyPath) {
+            var reader = ComponentReader(keyPath)
+            _ = reader.read(finalValueType: type(of: keyPath).valueType)
+            return reader.firstArgumentID
+        }
+    }
+
     /// The one computed component of a property's own key path (`\Account.name`).
     static func singleLink(of keyPath: AnyKeyPath) -> KeyPathLink? {
         guard case .links(let links) = KeyPathShape(of: keyPath), links.count == 1 else { return nil }
@@ -108,6 +118,8 @@ private struct ComponentReader {
 
     private var cursor: UnsafeRawPointer
     private let end: UnsafeRawPointer
+    /// The identity of the first component with arguments read.
+    private(set) var firstArgumentID: KeyPathComponentID?
 
     init(_ keyPath: AnyKeyPath) {
         // The buffer follows the object's header (metadata and reference
@@ -122,6 +134,7 @@ private struct ComponentReader {
     mutating func read(finalValueType: Any.Type) -> KeyPathShape {
         var links: [KeyPathLink] = []
         var pendingID: KeyPathComponentID?
+        var splicedLinks: [KeyPathLink]?
         while cursor < end {
             guard let header = take(UInt32.self) else { return .notObservable("an unreadable key path") }
             let payload = header & Self.storedPayloadMask
@@ -135,24 +148,38 @@ private struct ComponentReader {
                     header & Self.settable == 0 || take(UInt.self) != nil,
                     id != 0 || header & Self.idKinds != 0
                 else { return .notObservable("an unreadable key path") }
+                let componentID = KeyPathComponentID(value: id, kind: header & Self.idKinds)
                 if header & Self.hasArguments != 0 {
                     // Their size, their witnesses, then the arguments. A
                     // property captures arguments only when written in a
                     // generic context (the generic arguments it needs), with
                     // the runtime's shared witnesses for them; a subscript's
-                    // indices come with witnesses of their own.
+                    // indices come with witnesses of their own. The one
+                    // subscript that is read through is a tail past an
+                    // optional link (OptionalLink.swift): its first argument
+                    // is the key path it reads, whose components stand in
+                    // for it.
                     guard let size = take(Int.self), let witnesses = take(UInt.self), size >= 0,
                         end - cursor >= size
                     else { return .notObservable("an unreadable key path") }
-                    if let generic = Self.genericArgumentWitnesses, witnesses != generic {
+                    if firstArgumentID == nil { firstArgumentID = componentID }
+                    if size >= MemoryLayout<UInt>.size,
+                        let tail = OptionalLink.tail(id: componentID, argument: cursor.loadUnaligned(as: UInt.self))
+                    {
+                        guard case .links(let tailLinks) = KeyPathShape(of: tail) else { return KeyPathShape(of: tail) }
+                        splicedLinks = tailLinks
+                    } else if let generic = Self.genericArgumentWitnesses, witnesses != generic {
                         return .notObservable("a subscript")
                     }
                     cursor += size
                 }
-                pendingID = KeyPathComponentID(value: id, kind: header & Self.idKinds)
+                if splicedLinks == nil { pendingID = componentID }
             case Self.optional where payload == Self.optionalChain:
-                guard let last = links.popLast() else { return .notObservable("an unreadable key path") }
-                links.append(KeyPathLink(id: last.id, valueType: last.valueType, isOptionalChained: true))
+                // (Leading only where the root is an optional: never an
+                // observable class, but the tail OptionalLink.swift makes.)
+                if let last = links.popLast() {
+                    links.append(KeyPathLink(id: last.id, valueType: last.valueType, isOptionalChained: true))
+                }
             case Self.optional where payload == Self.optionalWrap:
                 break
             case Self.optional where payload == Self.optionalForce:
@@ -174,6 +201,10 @@ private struct ComponentReader {
             if let id = pendingID {
                 links.append(KeyPathLink(id: id, valueType: valueType, isOptionalChained: false))
                 pendingID = nil
+            }
+            if let spliced = splicedLinks {
+                links += spliced
+                splicedLinks = nil
             }
         }
         guard cursor == end, !links.isEmpty else { return .notObservable("an unreadable key path") }

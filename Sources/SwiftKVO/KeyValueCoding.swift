@@ -83,7 +83,9 @@ extension KeyValueObservable {
     ///
     /// The same observation as ``observe(_:options:changeHandler:)`` with the
     /// typed key path the name stands for: same key, order, options and
-    /// lifetimes; the values arrive as `Any`.
+    /// lifetimes; the values arrive as `Any`. Through an optional link
+    /// (`"spare.name"` with `spare: Account?`) that key path is the optional
+    /// chain `\.spare?.name`, and the values are its `String?`s.
     /// - Throws: ``KVOError/unknownKey``, and the refusals of the typed call.
     public func observe(
         keyPath: String, options: ObservingOptions = [],
@@ -226,38 +228,60 @@ enum KeyValueCoding {
     ) throws(KVOError) -> NamedKeyPath {
         let cacheKey = CacheKey(root: ObjectIdentifier(root), path: path)
         if let cached = resolved.withLock({ $0[cacheKey] }) { return cached }
-        var composed: AnyKeyPath?
-        var owner: Any.Type = root
-        for name in path.split(separator: ".", omittingEmptySubsequences: false) {
-            guard let ownerClass = owner as? any KeyValueObservable.Type,
-                let declared = ownerClass.observableKeyPaths[String(name)],
-                let link = KeyPathRegistry.rerooted(declared, at: owner)
-            else {
-                if owner is any OptionalValue.Type {
-                    throw KVOError(
-                        .unsupportedKeyPath,
-                        detail: "`\(path)`: a link before `\(name)` is optional; it is read and set "
-                            + "through by name, not yet observed")
-                }
-                throw KVOError(
-                    .unknownKey, detail: "`\(path)`: \(_typeName(owner, qualified: false)) has no key `\(name)`")
-            }
-            let appended = composed.map { $0.appending(path: link) } ?? link
-            guard let next = appended else {
-                throw KVOError(.unknownKey, detail: "`\(path)`: `\(name)` does not follow")
-            }
-            composed = next
-            owner = type(of: link).valueType
-        }
-        guard let keyPath = composed as? any ErasedKeyPath else {
-            throw KVOError(.unknownKey, detail: "`\(path)`")
-        }
-        let named = NamedKeyPath(keyPath: keyPath)
+        let named = NamedKeyPath(keyPath: try compose(path[...], on: root, whole: path))
         return resolved.withLock { resolved in
             if let existing = resolved[cacheKey] { return existing }
             resolved[cacheKey] = named
             return named
         }
+    }
+}
+
+extension KeyValueCoding {
+    /// The key path the dotted `names` form on `root`: each name's key path
+    /// rooted where the previous one leads. Past an optional link the rest
+    /// is composed on the wrapped class and read through the link
+    /// (OptionalLink.swift), as the literal `\Owner.wallet?.balance` reads it.
+    private static func compose(
+        _ names: Substring, on root: any KeyValueObservable.Type, whole path: String
+    ) throws(KVOError) -> any ErasedKeyPath {
+        var composed: AnyKeyPath?
+        var owner: Any.Type = root
+        var rest = names
+        while true {
+            let name = rest.prefix { $0 != "." }
+            rest = rest.dropFirst(name.count)
+            guard let ownerClass = owner as? any KeyValueObservable.Type,
+                let declared = ownerClass.observableKeyPaths[String(name)],
+                let link = KeyPathRegistry.rerooted(declared, at: owner)
+            else {
+                throw KVOError(
+                    .unknownKey, detail: "`\(path)`: \(_typeName(owner, qualified: false)) has no key `\(name)`")
+            }
+            var next = link
+            owner = type(of: link).valueType
+            if !rest.isEmpty, let optional = owner as? any OptionalValue.Type,
+                let holder = optional.wrappedType as? any KeyValueObservable.Type
+            {
+                let tail = try compose(rest.dropFirst(), on: holder, whole: path)
+                let linked = tail.linkedPastOptional()
+                guard let appended = link.appending(path: linked) else {
+                    throw KVOError(.unknownKey, detail: "`\(path)`: `\(rest.dropFirst())` does not follow `\(name)`")
+                }
+                next = appended
+                rest = ""
+            }
+            guard let appended = composed.map({ $0.appending(path: next) }) ?? next else {
+                throw KVOError(.unknownKey, detail: "`\(path)`: `\(name)` does not follow")
+            }
+            composed = appended
+            guard !rest.isEmpty else { break }
+            rest = rest.dropFirst()  // the dot
+        }
+        guard let keyPath = composed as? any ErasedKeyPath else {
+            throw KVOError(.unknownKey, detail: "`\(path)`")
+        }
+        return keyPath
     }
 }
 
@@ -294,6 +318,8 @@ protocol ErasedKeyPath {
         _ object: AnyObject, options: ObservingOptions,
         handler: @escaping @Sendable (AnyObject, ObservedChange<Any>) -> Void
     ) throws(KVOError) -> ObservationToken
+    /// This key path read past an optional link to its root (see OptionalLink.swift).
+    func linkedPastOptional() -> AnyKeyPath
 }
 
 extension KeyPath: ErasedKeyPath where Root: KeyValueObservable {
@@ -301,6 +327,8 @@ extension KeyPath: ErasedKeyPath where Root: KeyValueObservable {
         guard let root = object as? Root else { return nil }
         return flattened(root[keyPath: self])
     }
+
+    func linkedPastOptional() -> AnyKeyPath { OptionalLink.linking(self) }
 
     func write(_ value: Any?, name: String, to object: AnyObject) throws(KVOError) {
         guard let root = object as? Root else { throw .invalidArgument }

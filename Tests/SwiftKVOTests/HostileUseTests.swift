@@ -997,18 +997,19 @@ final class AtkBridgedSub: AtkBridgedBase, @unchecked Sendable {
 }
 
 extension HostileUseTests {
-    @Test func knownIssueAnOptionalLinkIsReadAndSetButNotObservedByName() throws {
+    @Test func anOptionalLinkIsReadSetAndObservedByName() throws {
         let owner = AtkOwner()
         let wallet = AtkWallet()
         wallet.balance = 3
         owner.wallet = wallet
-        // Chains by name follow the rules of typed chains, `?` links included:
-        // reading and setting do; observing does not yet (open).
+        // Chains by name follow the rules of typed chains, `?` links included.
         #expect(try owner.value(forKeyPath: "wallet.balance") as? Double == 3)
-        withKnownIssue("observing through an optional link by name is refused") {
-            let token = try owner.observe(keyPath: "wallet.balance") { _, _ in }
-            _ = token.invalidate()
-        }
+        let seen = AttackRecorder<Double?>()
+        let token = try owner.observe(keyPath: "wallet.balance", options: .new) { _, c in seen.add(c.newValue as? Double) }
+        wallet.balance = 4
+        owner.wallet = nil
+        #expect(seen.all == [4, nil])
+        _ = token.invalidate()
         // The doc comment of setValue(_:forKeyPath:) promises `.notFound` for a nil link.
         owner.wallet = nil
         #expect(throws: KVOError.notFound) { try owner.setValue(1.0, forKeyPath: "wallet.balance") }

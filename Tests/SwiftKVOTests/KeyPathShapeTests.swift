@@ -107,3 +107,41 @@ private func refusal(_ keyPath: AnyKeyPath) -> String? {
         #expect(ShapeBox<Int>.valueKeyPath == \ShapeBox<Int>.value)
     }
 }
+
+@Suite struct OptionalLinkShapeTests {
+    /// What a reading says of a chain: identities and `?` marks.
+    private func reading(_ keyPath: AnyKeyPath) -> [String]? {
+        links(keyPath)?.map { "\($0.id.value):\($0.id.kind)\($0.isOptionalChained ? "?" : "")" }
+    }
+
+    @Test func aTailPastAnOptionalLinkReadsAsTheLiteralOptionalChain() throws {
+        let linked = OptionalLink.linking(\ShapeWallet.balance)
+        let composed = try #require((\ShapeOwner.wallet as AnyKeyPath).appending(path: linked))
+        let literal: AnyKeyPath = \ShapeOwner.wallet?.balance
+        #expect(type(of: composed) == type(of: literal))
+        #expect(reading(composed) != nil)
+        #expect(reading(composed) == reading(literal))
+        let typed = try #require(composed as? KeyPath<ShapeOwner, Double?>)
+        let owner = ShapeOwner()
+        #expect(owner[keyPath: typed] == nil)
+        owner.wallet = ShapeWallet()
+        owner.wallet?.balance = 2
+        #expect(owner[keyPath: typed] == 2)
+    }
+
+    @Test func theTailSubscriptWithATailNotMadeByOptionalLinkIsASubscript() {
+        // The same subscript, written by hand around a key path it never
+        // recorded, is read as any subscript: refused, not followed.
+        let handWritten: AnyKeyPath = \ShapeOwner?.?[optionalLinkTail: \ShapeOwner.name]
+        #expect(refusal(handWritten) == "a subscript")
+        let recorded = OptionalLink.linking(\ShapeWallet.balance)
+        #expect(links(recorded)?.count == 1)
+    }
+
+    @Test func aTailPastAnOptionalLinkCarriesTheTailsRefusals() {
+        let linked = OptionalLink.linking(\ShapeWallet.cents)
+        #expect(reading(linked) != nil)  // a computed property reads as a link: declarations refuse it
+        let stored = OptionalLink.linking(\ShapeWallet.fixed)
+        #expect(refusal(stored) == "a stored property that is not @Observed")
+    }
+}

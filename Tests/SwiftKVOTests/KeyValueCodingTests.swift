@@ -26,6 +26,12 @@ private final class Ledger: KeyValueObservable, @unchecked Sendable {
     }
 }
 
+private final class Shelf: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var ledger: Ledger?
+    static var observableKeyPaths: [String: AnyKeyPath] { ["ledger": \Shelf.ledger] }
+}
+
 private class Register: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
     @ObservedArray var history: [String] = []
@@ -191,7 +197,7 @@ extension Account {
         token.invalidate()
     }
 
-    @Test func optionalLinkByNameIsReadAndSetThroughButNotYetObserved() throws {
+    @Test func optionalLinkByNameIsReadAndSetThrough() throws {
         let ledger = Ledger()
         #expect(try ledger.value(forKeyPath: "spare.name") == nil)
         #expect(throws: KVOError.notFound) { try ledger.setValue("x", forKeyPath: "spare.name") }
@@ -199,13 +205,87 @@ extension Account {
         #expect(try ledger.value(forKeyPath: "spare.name") as? String == "reserve")
         try ledger.setValue("rainy day", forKeyPath: "spare.name")
         #expect(ledger.spare?.name == "rainy day")
-        do {
-            _ = try ledger.observe(keyPath: "spare.name") { _, _ in }
-            Issue.record("an optional link was observed by name")
-        } catch {
-            #expect(error == .unsupportedKeyPath)
-            #expect(error.detail?.contains("optional") == true)
+    }
+
+    @Test func optionalLinkByNameIsObservedAsTheTypedOptionalChain() throws {
+        for startsNil in [true, false] {
+            let ledger = Ledger()
+            if !startsNil { ledger.spare = Account(name: "first") }
+            let typed = Log<String>()
+            let named = Log<String>()
+            let options: ObservingOptions = [.initial, .old, .new, .prior]
+            // The values by name are the typed values, as `Any` (levels of
+            // optionality kept: printed, not cast, to compare them).
+            let t1 = try ledger.observe(\.spare?.name, options: options) { _, change in
+                typed.append("\(change.isPrior) \(String(reflecting: change.oldValue))→\(String(reflecting: change.newValue))")
+            }
+            let t2 = try ledger.observe(keyPath: "spare.name", options: options) { _, change in
+                named.append("\(change.isPrior) \(String(reflecting: change.oldValue))→\(String(reflecting: change.newValue))")
+            }
+            let reserve = Account(name: "reserve")
+            ledger.spare = reserve
+            reserve.name = "rainy day"
+            try ledger.setValue("sunny", forKeyPath: "spare.name")
+            ledger.spare = nil
+            reserve.name = "forgotten"  // no longer on the path
+            ledger.spare = Account(name: "back")
+            #expect(typed.values.count == 11)
+            #expect(named.values == typed.values, "named \(named.values) typed \(typed.values)")
+            t1.invalidate()
+            t2.invalidate()
+            ledger.spare?.name = "after"
+            #expect(named.values == typed.values)
         }
+    }
+
+    @Test func optionalLinkByNameIsOneControllerEntryWithTheLiteral() throws {
+        let ledger = Ledger()
+        let observer = Observer()
+        let kvo = KVOController(observer: observer)
+        let log = Log<String>()
+        #expect(try kvo.observe(ledger, \.spare?.name, options: .new) { _, _, change in log.append(change.newValue.map { $0 ?? "nil" } ?? "-") })
+        #expect(try kvo.observe(ledger, keyPath: "spare.name", options: .new) { _, _, _ in log.append("twice") } == false)
+        ledger.spare = Account(name: "reserve")
+        #expect(log.values == ["reserve"])
+        #expect(kvo.unobserve(ledger, keyPath: "spare.name"))
+        #expect(kvo.unobserve(ledger, \.spare?.name) == false)
+        ledger.spare?.name = "gone"
+        #expect(log.values == ["reserve"])
+        #expect(try kvo.observe(ledger, keyPath: "spare.name") { _, _, _ in })
+        #expect(kvo.description.contains("spare?.name"), "\(kvo.description)")
+        withExtendedLifetime(observer) {}
+    }
+
+    @Test func optionalLinksByNameNestAndKeepAnOptionalLeafOneLevelDeep() throws {
+        let shelf = Shelf()
+        let typed = Log<String>()
+        let named = Log<String>()
+        // As typed: `\Shelf.ledger?.note` is a `String?` (the chain adds no
+        // level), and so is `\Shelf.ledger?.spare?.name`.
+        let tokens = [
+            try shelf.observe(\.ledger?.note, options: .new) { _, c in typed.append("note \(String(reflecting: c.newValue))") },
+            try shelf.observe(keyPath: "ledger.note", options: .new) { _, c in named.append("note \(String(reflecting: c.newValue))") },
+            try shelf.observe(\.ledger?.spare?.name, options: .new) { _, c in typed.append("name \(String(reflecting: c.newValue))") },
+            try shelf.observe(keyPath: "ledger.spare.name", options: .new) { _, c in named.append("name \(String(reflecting: c.newValue))") },
+        ]
+        let ledger = Ledger()
+        shelf.ledger = ledger
+        ledger.note = "memo"
+        ledger.note = nil
+        ledger.spare = Account(name: "reserve")
+        ledger.spare?.name = "rainy day"
+        shelf.ledger = nil
+        #expect(typed.values.count == 8)
+        #expect(named.values == typed.values)
+        #expect(named.values.contains("name Optional(Optional(\"rainy day\"))"), "\(named.values)")
+        for token in tokens { token.invalidate() }
+    }
+
+    @Test func optionalLinkByNameRefusesWhatTheTypedChainRefuses() {
+        let shelf = Shelf()
+        #expect(throws: KVOError.unknownKey) { try shelf.observe(keyPath: "ledger.nope") { _, _ in } }
+        #expect(throws: KVOError.unknownKey) { try shelf.observe(keyPath: "ledger.") { _, _ in } }
+        #expect(throws: KVOError.unknownKey) { try shelf.observe(keyPath: "ledger.note.count") { _, _ in } }
     }
 
     @Test func mutableViewsByNameWorkThroughABaseTypedReference() throws {
