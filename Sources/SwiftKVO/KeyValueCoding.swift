@@ -151,15 +151,28 @@ extension KVOController {
 enum KeyValueCoding {
     /// The object holding the last key of the dotted `path`, and that key:
     /// each link before it read on the object it leads to (so optional links
-    /// are followed); `nil` if a link is `nil`.
+    /// are followed); `nil` if a link is `nil`, once the names past it are
+    /// known to the class the link declares (an unknown name throws whatever
+    /// the links hold, as it does for observing).
     static func holder(
         of path: String, from object: any KeyValueObservable
     ) throws(KVOError) -> (object: any KeyValueObservable, key: String)? {
         var names = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         let key = names.removeLast()
         var current = object
-        for name in names {
-            guard let value = try Self.path(name, on: type(of: current)).read(current) else { return nil }
+        for (index, name) in names.enumerated() {
+            let link = try Self.path(name, on: type(of: current))
+            guard let value = link.read(current) else {
+                var declared = type(of: link.keyPath).valueType
+                if let optional = declared as? any OptionalValue.Type { declared = optional.wrappedType }
+                guard let holder = declared as? any KeyValueObservable.Type else {
+                    throw KVOError(
+                        .unknownKey,
+                        detail: "`\(path)`: `\(name)` holds \(_typeName(declared, qualified: false)), not an observable object")
+                }
+                _ = try Self.path((names[(index + 1)...] + [key]).joined(separator: "."), on: holder)
+                return nil
+            }
             guard let next = value as? any KeyValueObservable else {
                 throw KVOError(
                     .unknownKey, detail: "`\(path)`: `\(name)` holds \(Swift.type(of: value)), not an observable object")
