@@ -162,9 +162,13 @@ enum KeyValueCoding {
         var current = object
         for (index, name) in names.enumerated() {
             let link = try Self.path(name, on: type(of: current))
-            guard let value = link.read(current) else {
+            // A nil at any level of a link optional more than once
+            // (`Wallet??`) is a nil link too.
+            var value = link.read(current)
+            while let nested = value, let optional = nested as? any OptionalValue { value = optional.wrappedValue }
+            guard let value else {
                 var declared = type(of: link.keyPath).valueType
-                if let optional = declared as? any OptionalValue.Type { declared = optional.wrappedType }
+                while let optional = declared as? any OptionalValue.Type { declared = optional.wrappedType }
                 guard let holder = declared as? any KeyValueObservable.Type else {
                     throw KVOError(
                         .unknownKey,
@@ -268,6 +272,13 @@ extension KeyValueCoding {
                 let declared = ownerClass.observableKeyPaths[String(name)],
                 let link = KeyPathRegistry.rerooted(declared, at: owner)
             else {
+                if let optional = owner as? any OptionalValue.Type, optional.wrappedType is any OptionalValue.Type {
+                    // As the typed `\.wallet??.balance`: refused, not unknown.
+                    throw KVOError(
+                        .unsupportedKeyPath,
+                        detail: "`\(path)`: the link before `\(name)` is optional more than once; it is read "
+                            + "and set through by name, not observed")
+                }
                 throw KVOError(
                     .unknownKey, detail: "`\(path)`: \(_typeName(owner, qualified: false)) has no key `\(name)`")
             }

@@ -42,6 +42,13 @@ class OlOwner: KeyValueObservable, @unchecked Sendable {
     static var observableKeyPaths: [String: AnyKeyPath] { ["wallet": \OlOwner.wallet] }
 }
 
+/// A link two optionals deep.
+final class OlDoubleOwner: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var wallet: OlWallet??
+    static var observableKeyPaths: [String: AnyKeyPath] { ["wallet": \OlDoubleOwner.wallet] }
+}
+
 final class OlDerived: OlOwner, @unchecked Sendable {}
 
 /// Reads its wallet's spare, where it has one, in place of the wallet.
@@ -130,6 +137,26 @@ private func text<Value>(_ change: ObservedChange<Value>) -> String {
         #expect(unwrapped == [.some(nil), .some("n"), .some(nil)], "\(named.values)")
         t1.invalidate()
         t2.invalidate()
+    }
+
+    @Test func aLinkTwoOptionalsDeepReadsTheSameWhetherNilOrNot() throws {
+        // Reading goes through both levels (a cast unwraps them); a nil at
+        // either level reads nil, and the names past it are still checked.
+        let owner = OlDoubleOwner()
+        #expect(try owner.value(forKeyPath: "wallet.balance") == nil)
+        #expect(throws: KVOError.unknownKey) { _ = try owner.value(forKeyPath: "wallet.nope") }
+        owner.wallet = .some(OlWallet(4))
+        #expect(try owner.value(forKeyPath: "wallet.balance") as? Int == 4)
+        // Observing it by name is refused or is the typed chain; never a trap.
+        var typedError: KVOError?
+        var namedError: KVOError?
+        do { try owner.observe(\.wallet??.balance) { _, _ in }.invalidate() } catch { typedError = error }
+        do { try owner.observe(keyPath: "wallet.balance") { _, _ in }.invalidate() } catch { namedError = error }
+        #expect(typedError != nil)
+        #expect(namedError == typedError, "\(String(describing: namedError?.detail))")
+        owner.wallet = .some(nil)
+        #expect(try owner.value(forKeyPath: "wallet.balance") == nil)
+        #expect(throws: KVOError.notFound) { try owner.setValue(1, forKeyPath: "wallet.balance") }
     }
 
     @Test func malformedAndOddNamesThrowAndNeverTrap() throws {
