@@ -167,14 +167,7 @@ enum KeyValueCoding {
             var value = link.read(current)
             while let nested = value, let optional = nested as? any OptionalValue { value = optional.wrappedValue }
             guard let value else {
-                var declared = type(of: link.keyPath).valueType
-                while let optional = declared as? any OptionalValue.Type { declared = optional.wrappedType }
-                guard let holder = declared as? any KeyValueObservable.Type else {
-                    throw KVOError(
-                        .unknownKey,
-                        detail: "`\(path)`: `\(name)` holds \(_typeName(declared, qualified: false)), not an observable object")
-                }
-                _ = try Self.path((names[(index + 1)...] + [key]).joined(separator: "."), on: holder)
+                try checkNames(names[(index + 1)...] + [key], past: type(of: link.keyPath).valueType, in: path)
                 return nil
             }
             guard let next = value as? any KeyValueObservable else {
@@ -184,6 +177,24 @@ enum KeyValueCoding {
             current = next
         }
         return (current, key)
+    }
+
+    /// Checks that each of `names` is a key of the class the previous one
+    /// declares, from the value type `declared` (optionals unwrapped): the
+    /// names past a nil link, which no object is there to follow.
+    private static func checkNames(_ names: [String], past declared: Any.Type, in path: String) throws(KVOError) {
+        var owner = declared
+        for name in names {
+            while let optional = owner as? any OptionalValue.Type { owner = optional.wrappedType }
+            guard let ownerClass = owner as? any KeyValueObservable.Type,
+                let declared = ownerClass.observableKeyPaths[name],
+                let link = KeyPathRegistry.rerooted(declared, at: owner)
+            else {
+                throw KVOError(
+                    .unknownKey, detail: "`\(path)`: \(_typeName(owner, qualified: false)) has no key `\(name)`")
+            }
+            owner = type(of: link).valueType
+        }
     }
 
     private struct CacheKey: Hashable {
@@ -255,12 +266,20 @@ enum KeyValueCoding {
 }
 
 extension KeyValueCoding {
+    /// The most optional links a name may pass through.
+    static let maximumOptionalLinks = 32
+
     /// The key path the dotted `names` form on `root`: each name's key path
     /// rooted where the previous one leads. Past an optional link the rest
     /// is composed on the wrapped class and read through the link
     /// (OptionalLink.swift), as the literal `\Owner.wallet?.balance` reads it.
+    ///
+    /// Each optional link nests the rest of the path one level deeper (here
+    /// and in the shape reader), so a name has at most
+    /// ``maximumOptionalLinks`` of them: a longer one is refused rather than
+    /// run out of a thread's stack.
     private static func compose(
-        _ names: Substring, on root: any KeyValueObservable.Type, whole path: String
+        _ names: Substring, on root: any KeyValueObservable.Type, whole path: String, optionalLinks: Int = 0
     ) throws(KVOError) -> any ErasedKeyPath {
         var composed: AnyKeyPath?
         var owner: Any.Type = root
@@ -287,7 +306,12 @@ extension KeyValueCoding {
             if !rest.isEmpty, let optional = owner as? any OptionalValue.Type,
                 let holder = optional.wrappedType as? any KeyValueObservable.Type
             {
-                let tail = try compose(rest.dropFirst(), on: holder, whole: path)
+                guard optionalLinks < maximumOptionalLinks else {
+                    throw KVOError(
+                        .unsupportedKeyPath,
+                        detail: "`\(path.prefix(80))…`: more than \(maximumOptionalLinks) optional links")
+                }
+                let tail = try compose(rest.dropFirst(), on: holder, whole: path, optionalLinks: optionalLinks + 1)
                 let linked = tail.linkedPastOptional()
                 guard let appended = link.appending(path: linked) else {
                     throw KVOError(.unknownKey, detail: "`\(path)`: `\(rest.dropFirst())` does not follow `\(name)`")

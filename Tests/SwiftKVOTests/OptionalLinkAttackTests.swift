@@ -199,9 +199,35 @@ private func text<Value>(_ change: ObservedChange<Value>) -> String {
         withExtendedLifetime(observer) {}
     }
 
+    @Test func aNameThroughTooManyOptionalLinksIsRefusedNotAStackOverflow() {
+        // Each optional link nested the rest of the path one level deeper:
+        // a few hundred of them overflowed a 1 MB thread stack (a crash).
+        let limit = KeyValueCoding.maximumOptionalLinks
+        for spares in [limit, 400, 3_000] {
+            let name = "wallet." + Array(repeating: "spare", count: spares).joined(separator: ".") + ".balance"
+            let outcomes = Log<String>()
+            runConcurrently(1) { _ in  // 1 MB of stack
+                let owner = OlOwner()
+                do { _ = try owner.observe(keyPath: name) { _, _ in }; outcomes.append("observed") } catch {
+                    outcomes.append((error as? KVOError) == .unsupportedKeyPath ? "refused" : "\(error)")
+                }
+                do { _ = try owner.value(forKeyPath: name); outcomes.append("read") } catch {
+                    outcomes.append((error as? KVOError) == .unsupportedKeyPath ? "refused" : "\(error)")
+                }
+                owner.wallet = OlWallet()
+                do { _ = try owner.value(forKeyPath: name); outcomes.append("read") } catch {
+                    outcomes.append((error as? KVOError) == .unsupportedKeyPath ? "refused" : "\(error)")
+                }
+            }
+            // Reading follows the links one by one (and checks the names
+            // past a nil one the same way): no limit there.
+            #expect(outcomes.values == ["refused", "read", "read"], "\(spares)")
+        }
+    }
+
     @Test func aLongChainOfOptionalLinksByName() throws {
         let owner = OlOwner()
-        let depth = 40
+        let depth = KeyValueCoding.maximumOptionalLinks - 1
         let name = "wallet." + Array(repeating: "spare", count: depth).joined(separator: ".") + ".balance"
         let log = Log<String>()
         let token = try owner.observe(keyPath: name, options: .new) { _, c in log.append("\(String(describing: c.newValue))") }
@@ -478,4 +504,5 @@ private func text<Value>(_ change: ObservedChange<Value>) -> String {
         #expect(log.values.count == 3, "\(log.values)")
     }
 }
+
 
