@@ -110,7 +110,7 @@ unit-release: deps
 	SWIFTKVO_LONG_TESTS=1 $(SWIFT) test -c release -Xswiftc -enable-testing \
 		--scratch-path .build-release-tests --filter AllocationTests --filter MemoryBoundTests \
 		--filter KeyPathShapeTests --filter OptionalLinkShapeTests --filter KeyValueCodingTests \
-		--filter HostileUseTests --filter ComponentAttackTests
+		--filter HostileUseTests --filter ComponentAttackTests --filter OptionalLinkAttackTests
 
 test: lint unit unit-fenced tsan asan unit-release relay-test
 
