@@ -344,6 +344,30 @@ private func text<Value>(_ change: ObservedChange<Value>) -> String {
         for token in tokens { token.invalidate() }
     }
 
+    /// `\T.wallet?.balance` written in a generic context (its components
+    /// capture generic arguments).
+    private static func observeGenerically<T: OlOwner>(
+        _ kvo: KVOController<Observer>, _ object: T, _ log: Log<String>
+    ) throws -> Bool {
+        try kvo.observe(object, \T.wallet?.balance, options: .new) { _, _, c in log.append("generic \(text(c))") }
+    }
+
+    @Test func aLiteralWrittenInAGenericContextIsTheSameEntryAsTheName() throws {
+        let derived = OlDerived()
+        let observer = Observer()
+        let kvo = KVOController(observer: observer)
+        let log = Log<String>()
+        #expect(try Self.observeGenerically(kvo, derived, log))
+        #expect(try kvo.observe(derived, keyPath: "wallet.balance") { _, _, _ in log.append("twice") } == false)
+        #expect(try kvo.observe(derived, \.wallet?.balance) { _, _, _ in log.append("twice") } == false)
+        derived.wallet = OlWallet(2)
+        #expect(log.values == ["generic false nil→Optional(Optional(2))"])
+        #expect(kvo.unobserve(derived, keyPath: "wallet.balance"))
+        #expect(try kvo.observe(derived, keyPath: "wallet.balance") { _, _, _ in log.append("named") })
+        #expect(try Self.observeGenerically(kvo, derived, log) == false)
+        withExtendedLifetime(observer) {}
+    }
+
     @Test func genericClassesObserveOptionalLinksByName() throws {
         let ints = OlBox(1)
         let strings = OlBox("a")
