@@ -139,14 +139,17 @@ final class LoopbackContender: Contender {
     let receipts = Receipts()
     let broker = LoopbackBroker()
     let sender: Relay
+    let receiver: Relay
     let padding: String
     private let tasks: [Task<Void, Never>]
 
     init(setup: Setup) async throws {
         padding = setup.padding
         let transport = LoopbackTransport(broker: broker)
-        sender = try Relay(configuration: RelayConfiguration(transport: transport, logger: setup.logger))
-        let receiver = try Relay(configuration: RelayConfiguration(transport: transport, logger: setup.logger))
+        sender = try Relay(configuration: holdingABurst(RelayConfiguration(transport: transport, logger: setup.logger)))
+        let receiver = try Relay(
+            configuration: holdingABurst(RelayConfiguration(transport: transport, logger: setup.logger)))
+        self.receiver = receiver
         let types: [String: any (Codable & Sendable).Type] = ["t": Int.self, "pad": String.self]
         try sender.bridge(.benchLoopback, userInfoTypes: types)
         try receiver.bridge(.benchLoopback, userInfoTypes: types)

@@ -36,7 +36,7 @@ final class PropertyContender: Contender {
         func relay() throws -> Relay {
             var configuration = RelayConfiguration(postgres: setup.connection, channel: channel, logger: setup.logger)
             configuration.stateTable = stateTable
-            return try Relay(configuration: configuration)
+            return try Relay(configuration: holdingABurst(configuration))
         }
         sender = try relay()
         receiver = try relay()

@@ -52,6 +52,46 @@ var environment = ProcessInfo.processInfo.environment
 environment["PGSSLMODE"] = environment["PGSSLMODE"] ?? "disable"
 let setup = Setup(connection: try RelayConfiguration.environment(environment), logger: quietLogger, padding: padding)
 
+/// What is being measured, and every receipt so far (any contender): what
+/// the watchdog reads.
+let phase = Mutex("starting")
+let progress = Atomic<Int>(0)
+
+/// Ends the run, with what is known, when no receipt has come for `stall`:
+/// a message that will never arrive (shed by a full backlog, say) must not
+/// leave the benchmark waiting for it forever. `diagnosis` describes the
+/// contenders (their relays' statistics).
+func startWatchdog(stall: Duration, diagnosis: @escaping @Sendable () -> String) -> Task<Void, Never> {
+    Task.detached {
+        var last = progress.load(ordering: .relaxed)
+        var quiet = Duration.zero
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            let now = progress.load(ordering: .relaxed)
+            quiet = now == last ? quiet + .seconds(1) : .zero
+            last = now
+            if quiet >= stall {
+                log("no message received for \(stall) while measuring \(phase.withLock { $0 }); stopping")
+                log(diagnosis())
+                exit(2)
+            }
+        }
+    }
+}
+
+/// `configuration` with a receive backlog that holds a whole throughput
+/// burst from one sender. At the defaults (4 MiB per sender) a receiver that
+/// falls behind sheds part of a burst of 20,000 signed messages: the relay
+/// bounds its memory under a flood, by design, while PostgresNIO's raw
+/// listener buffers without a bound. This benchmark measures delivery, so
+/// every contender gets every message.
+func holdingABurst(_ configuration: RelayConfiguration) -> RelayConfiguration {
+    var configuration = configuration
+    configuration.receiveBacklogBytes = 64 << 20
+    configuration.receiveBacklogBytesPerSender = 64 << 20
+    return configuration
+}
+
 /// Receipts from a receiving side: what was received (a sequence number) and when.
 final class Receipts: Sendable {
     let stream: AsyncStream<Void>
@@ -71,6 +111,7 @@ final class Receipts: Sendable {
             state.count += 1
             state.last = now
         }
+        progress.add(1, ordering: .relaxed)
         continuation.yield()
     }
 
@@ -216,14 +257,14 @@ final class RelayContender: Contender {
                 receiving: skippingOwn),
             channel: channel, logger: setup.logger)
         senderConfiguration.signing = signing
-        sender = try Relay(configuration: senderConfiguration)
+        sender = try Relay(configuration: holdingABurst(senderConfiguration))
         var receiverConfiguration = RelayConfiguration(
             transport: CountingTransport(
                 base: PostgresTransport(configuration: setup.connection), counts: StatementCounts(),
                 receiving: receiving),
             channel: channel, logger: setup.logger)
         receiverConfiguration.signing = signing
-        receiver = try Relay(configuration: receiverConfiguration)
+        receiver = try Relay(configuration: holdingABurst(receiverConfiguration))
         try sender.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
         try receiver.bridge(.benchEvent, userInfoTypes: ["t": Int.self, "pad": String.self])
         tasks = [sender, receiver].map { relay in Task { await relay.run() } }
@@ -257,6 +298,7 @@ final class RelayContender: Contender {
 
 /// Closed loop: send one, wait for its receipt, `count` times.
 func latency(_ contender: some Contender, count: Int) async throws -> Histogram<UInt64> {
+    phase.withLock { $0 = "latency, \(contender.name)" }
     contender.receipts.reset()
     var iterator = contender.receipts.stream.makeAsyncIterator()
     for _ in 0..<count {
@@ -269,6 +311,7 @@ func latency(_ contender: some Contender, count: Int) async throws -> Histogram<
 
 /// Open loop: `count` messages as fast as the sender goes; messages per second until the last arrives.
 func throughput(_ contender: some Contender, count: Int) async throws -> Double {
+    phase.withLock { $0 = "throughput, \(contender.name), \(count) messages" }
     contender.receipts.reset()
     var iterator = contender.receipts.stream.makeAsyncIterator()
     let start = nanoseconds()
@@ -304,6 +347,19 @@ let property = try await PropertyContender(
 let propertyState = try await PropertyContender(
     name: "relay, property assignments, state table", channel: "bench_props_\(suffix)", stateTable: .default,
     setup: setup)
+
+let watchdog = startWatchdog(stall: .seconds(60)) {
+    let contenders: [any Contender] = [raw, rawBatched, rawAsRelay, rawAsRelayListening, rawListening, relay, signedRelay, loopback, rawWithRelayWork, property, propertyState]
+    let receipts = contenders.map { "\($0.name): \($0.receipts.count) received" }
+    let relays: [(String, Relay)] = [
+        ("relay sender", relay.sender), ("relay receiver", relay.receiver),
+        ("signed sender", signedRelay.sender), ("signed receiver", signedRelay.receiver),
+        ("loopback sender", loopback.sender), ("loopback receiver", loopback.receiver),
+        ("property sender", property.sender), ("property receiver", property.receiver),
+        ("state-table sender", propertyState.sender), ("state-table receiver", propertyState.receiver),
+    ]
+    return (receipts + relays.map { "\($0.0): queued \($0.1.queuedMessages), \($0.1.statistics)" }).joined(separator: "\n")
+}
 
 log("warming up")
 _ = try await latency(raw, count: warmUp)
@@ -374,12 +430,15 @@ for round in 1...rounds {
     rates[loopback.name, default: []].append(try await throughput(loopback, count: throughputMessages))
     rates[property.name, default: []].append(try await throughput(property, count: throughputMessages))
     rates[propertyState.name, default: []].append(try await throughput(propertyState, count: throughputMessages))
+    phase.withLock { $0 = "statements waited for, raw and PostgresTransport; in process" }
     let statements = try await publishProbe.roundTrips(count: latencySamples)
     statementRaw.add(statements.raw)
     statementTransport.add(statements.transport)
     inProcess.append(try measureInProcess(setup: setup, quick: quick))
     signingCosts.append(measureSigning(benchSigning, quick: quick))
 }
+
+watchdog.cancel()
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 

@@ -18,6 +18,8 @@ import Metrics
 /// | `swiftkvo_relay_messages_missed_total` | counter | other instances' messages that never arrived (``RelayStatistics/missed``) |
 /// | `swiftkvo_relay_reconnects_total` | counter | connections re-established after one was lost |
 /// | `swiftkvo_relay_resynchronizations_total` | counter | ``Relay/resynchronize`` notifications posted |
+/// | `swiftkvo_relay_state_loads_total` | counter | loads from the state table, with dimension `outcome`: `completed` (``RelayStatistics/stateLoads``) or `failed` (``RelayStatistics/stateLoadFailures``) |
+/// | `swiftkvo_relay_state_values_applied_total` | counter | values from the state table applied (``RelayStatistics/stateValuesApplied``) |
 /// | `swiftkvo_relay_queue_depth` | gauge | messages queued, not yet accepted by the broker |
 /// | `swiftkvo_relay_listening` | gauge | 1 while connected and listening, else 0 |
 /// | `swiftkvo_relay_publish_duration_seconds` | timer | one statement: from handing its messages to the broker to their commit |
@@ -51,6 +53,12 @@ public struct RelayMetrics: Sendable {
     public static let reconnectsLabel = "swiftkvo_relay_reconnects_total"
     /// Counter of ``RelayStatistics/resynchronizations``.
     public static let resynchronizationsLabel = "swiftkvo_relay_resynchronizations_total"
+    /// Counter of the loads from the state table, with a dimension `outcome`
+    /// (`completed`: ``RelayStatistics/stateLoads``; `failed`:
+    /// ``RelayStatistics/stateLoadFailures``).
+    public static let stateLoadsLabel = "swiftkvo_relay_state_loads_total"
+    /// Counter of ``RelayStatistics/stateValuesApplied``.
+    public static let stateValuesAppliedLabel = "swiftkvo_relay_state_values_applied_total"
     /// Gauge of the messages queued and not yet accepted by the broker.
     public static let queueDepthLabel = "swiftkvo_relay_queue_depth"
     /// Gauge: 1 while the relay is connected and listening, else 0.
@@ -94,6 +102,9 @@ final class RelayInstruments: Sendable {
     let missed: Counter
     let reconnects: Counter
     let resynchronizations: Counter
+    let stateLoads: Counter
+    let stateLoadFailures: Counter
+    let stateValuesApplied: Counter
     let dropped: [(KeyPath<RelayStatistics, Int> & Sendable, Counter)]
     let queueDepth: Gauge
     let listening: Gauge
@@ -120,6 +131,11 @@ final class RelayInstruments: Sendable {
         missed = counter(RelayMetrics.missedLabel)
         reconnects = counter(RelayMetrics.reconnectsLabel)
         resynchronizations = counter(RelayMetrics.resynchronizationsLabel)
+        stateLoads = Counter(
+            label: RelayMetrics.stateLoadsLabel, dimensions: dimensions + [("outcome", "completed")], factory: factory)
+        stateLoadFailures = Counter(
+            label: RelayMetrics.stateLoadsLabel, dimensions: dimensions + [("outcome", "failed")], factory: factory)
+        stateValuesApplied = counter(RelayMetrics.stateValuesAppliedLabel)
         dropped = Self.dropReasons.map { reason, keyPath in
             (
                 keyPath,
@@ -158,6 +174,9 @@ final class RelayInstruments: Sendable {
         add(notSent, \.notSent)
         add(missed, \.missed)
         add(resynchronizations, \.resynchronizations)
+        add(stateLoads, \.stateLoads)
+        add(stateLoadFailures, \.stateLoadFailures)
+        add(stateValuesApplied, \.stateValuesApplied)
         for (keyPath, counter) in dropped { add(counter, keyPath) }
         // Every connection established after the first is a reconnect: the
         // lost ones (disconnects), plus the current one if it is up, less the first.

@@ -68,6 +68,11 @@ public struct RelayStatistics: Hashable, Sendable {
     /// Loads of replicated values from the state table
     /// (``RelayConfiguration/stateTable``) that completed.
     public var stateLoads = 0
+    /// Loads of replicated values that failed: the table could not be made,
+    /// read or used, or the connection was lost during the load (each is
+    /// logged with its reason). Values then come only from messages until
+    /// the next load.
+    public var stateLoadFailures = 0
     /// Values from the state table that were newer than the value held and
     /// were applied. (Rows that do not validate are counted under the same
     /// `dropped…` reasons as messages.)

@@ -68,6 +68,7 @@ extension Relay {
                         updated = await apply(rows)
                         state.withLock { $0.statistics.stateLoads.addSaturating(1) }
                     } catch {
+                        state.withLock { $0.statistics.stateLoadFailures.addSaturating(1) }
                         configuration.logger.warning(
                             "relay could not load replicated values",
                             metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])

@@ -236,6 +236,13 @@ extension RelayTests {
         try await eventually("a's marker", deadline: .seconds(120)) {
             markers.all.contains { $0.relayOrigin == .remote(instance: a.relay.instanceID) }
         }
+        // Senders take turns in b's backlog, so a's marker can overtake forged
+        // messages still queued: wait until every message sent was handled (a's
+        // post, the forged ones, the captured copy of a's post, a's marker).
+        try await eventually("every message handled at b", deadline: .seconds(120)) {
+            let statistics = b.relay.statistics
+            return statistics.delivered + statistics.dropped == 1 + forged + 1 + 1
+        }
         print("evict: a's posts at b \(atB.values("n")), statistics \(b.relay.statistics)")
         #expect(atB.values("n") == [1])
         let statistics = b.relay.statistics

@@ -66,6 +66,54 @@ struct RelayMetricsTests {
         #expect(counter(RelayMetrics.missedLabel) == Int64(final.missed))
     }
 
+    @Test func stateTableLoadsFailuresAndAppliedValuesAreCounted() async throws {
+        let channel = try TestServer.freshChannel("statemetrics")
+        let flagsA = Flags()
+        let a = try await RunningRelay(channel: channel, prepare: { try $0.replicate(\.checkout, of: flagsA, as: "flags.checkout") })
+        flagsA.checkout = true
+        try await eventually("a's write committed") { a.relay.statistics.sent == 1 }
+        func measuredRelay(
+            _ metrics: TestMetrics, flags: Flags, configure: @escaping (inout RelayConfiguration) -> Void = { _ in }
+        ) async throws -> RunningRelay {
+            try await RunningRelay(
+                channel: channel,
+                configure: {
+                    $0.metrics = RelayMetrics(reportingInterval: .milliseconds(20), factory: metrics)
+                    configure(&$0)
+                }, prepare: { try $0.replicate(\.checkout, of: flags, as: "flags.checkout") })
+        }
+        let dimensions = [("channel", channel.name)]
+
+        // A new instance loads a's value.
+        let metrics = TestMetrics()
+        let flagsB = Flags()
+        let b = try await measuredRelay(metrics, flags: flagsB)
+        try await eventually("b's load counted") {
+            metrics.counterTotal(label: RelayMetrics.stateLoadsLabel, dimensions: dimensions + [("outcome", "completed")]) == 1
+                && metrics.counterTotal(label: RelayMetrics.stateValuesAppliedLabel, dimensions: dimensions) == 1
+        }
+        #expect(flagsB.checkout)
+        #expect(metrics.counterTotal(label: RelayMetrics.stateLoadsLabel, dimensions: dimensions + [("outcome", "failed")]) == 0)
+        await b.stop()
+
+        // A table of that name that carries the relay's mark and other columns: the load fails.
+        let tableName = "forged_\(channel.name)"
+        try await executeRaw(#"CREATE TABLE "\#(tableName)" (channel integer, name integer)"#)
+        try await executeRaw(#"COMMENT ON TABLE "\#(tableName)" IS '\#(PostgresTransport.Publisher.mark)'"#)
+        let forged = try RelayStateTable(tableName)
+        let failing = TestMetrics()
+        let flagsC = Flags()
+        let c = try await measuredRelay(failing, flags: flagsC) { $0.stateTable = forged }
+        try await eventually("c's failed load counted") {
+            failing.counterTotal(label: RelayMetrics.stateLoadsLabel, dimensions: dimensions + [("outcome", "failed")]) == 1
+        }
+        #expect(c.relay.statistics.stateLoadFailures == 1 && c.relay.statistics.stateLoads == 0)
+        #expect(failing.counterTotal(label: RelayMetrics.stateLoadsLabel, dimensions: dimensions + [("outcome", "completed")]) == 0)
+        await c.stop()
+        await a.stop()
+        try await executeRaw(#"DROP TABLE "\#(tableName)""#)
+    }
+
     @Test func noMetricsWhenTheConfigurationHasNone() async throws {
         let channel = try TestServer.freshChannel("nometrics")
         let relay = try await RunningRelay(channel: channel) { $0.metrics = nil }

@@ -1,0 +1,229 @@
+#if Relay
+import Foundation
+import PostgresNIO
+import SwiftKVO
+import Synchronization
+import Testing
+
+@testable import SwiftKVORelay
+
+/// Replicated values of several types, for the rows an adversary writes.
+final class Mixed: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var text = ""
+    @Observed var nested = 0
+    @Observed var maximal = 0
+    @Observed var negative = 0
+    @Observed var instance = 0
+    @Observed var good = 0
+
+    static func replicate(_ mixed: Mixed, on relay: Relay) throws {
+        try relay.replicate(\.text, of: mixed, as: "m.text")
+        try relay.replicate(\.nested, of: mixed, as: "m.nested")
+        try relay.replicate(\.maximal, of: mixed, as: "m.maximal")
+        try relay.replicate(\.negative, of: mixed, as: "m.negative")
+        try relay.replicate(\.instance, of: mixed, as: "m.instance")
+        try relay.replicate(\.good, of: mixed, as: "m.good")
+    }
+}
+
+// The state table attacked by a client of the database: rows written with
+// psql, tables made in its way, the server and the process stopped mid-write.
+extension RelayTests {
+    @Test func rowsAtTheEdgesOfEveryColumnAreDroppedAndCountedAndNothingElseIsRead() async throws {
+        let channel = try TestServer.freshChannel("stateedges")
+        let maker = try await RunningRelay(channel: channel, prepare: { try Mixed.replicate(Mixed(), on: $0) })
+        await maker.stop()
+        let now = UInt64(Date().timeIntervalSince1970 * 1_000_000)
+        let deep = String(repeating: "[", count: 3000) + String(repeating: "]", count: 3000)
+        let rows: [(name: String, stamp: Int64, instance: String, message: String)] = [
+            // A string with NUL and control characters: a value like any other.
+            ("m.text", Int64(now), "mallory", Self.storedSet("m.text", #""a\u0000b\u001b[2J""#, stamp: now)),
+            // Nested 3000 deep, under the size limit.
+            ("m.nested", Int64(now), "mallory", Self.storedSet("m.nested", deep, stamp: now)),
+            // The largest stamps either column can hold.
+            ("m.maximal", Int64.max, "mallory", Self.storedSet("m.maximal", "5", stamp: UInt64(Int64.max))),
+            ("m.negative", -1, "mallory", Self.storedSet("m.negative", "5", stamp: UInt64.max)),
+            // The message's instance id carries a NUL the column cannot.
+            ("m.instance", Int64(now), "mallory", Self.storedSet("m.instance", "5", stamp: now, instance: #"mal\u0000lory"#)),
+            ("m.good", Int64(now), "mallory", Self.storedSet("m.good", "42", stamp: now)),
+            // Names not replicated here, and a replicated name under another channel: never read.
+            ("m.unreplicated", Int64(now), "mallory", Self.storedSet("m.unreplicated", "1", stamp: now)),
+            (String(repeating: "n", count: 2_000), Int64(now), "mallory", "{}"),
+        ]
+        for row in rows {
+            try await Self.insertStateRow(channel, name: row.name, stamp: row.stamp, instance: row.instance, message: row.message)
+        }
+        let elsewhere = try TestServer.freshChannel("stateedges")
+        try await Self.insertStateRow(elsewhere, name: "m.good", stamp: Int64(now + 1), instance: "mallory", message: "{")
+
+        let mixed = Mixed()
+        let recorder = LogRecorder()
+        let b = try await RunningRelay(
+            channel: channel, logger: recorder.logger(level: .info), prepare: { try Mixed.replicate(mixed, on: $0) })
+        let statistics = b.relay.statistics
+        print("rows at the edges: statistics \(statistics)")
+        #expect(mixed.text == "a\u{0}b\u{1b}[2J")
+        let untouched: [Int] = [mixed.nested, mixed.maximal, mixed.negative, mixed.instance]
+        #expect(untouched == [0, 0, 0, 0])
+        #expect(mixed.good == 42)
+        #expect(statistics.stateValuesApplied == 2)
+        #expect(statistics.droppedMalformed == 3)  // too deep; a negative stamp; an id with a NUL
+        #expect(statistics.droppedFutureStamp == 1)
+        #expect(statistics.dropped == 4)
+        // Dropped rows are counted, not logged one by one.
+        #expect(recorder.all.filter { $0.level >= .warning }.isEmpty)
+
+        // The row stamped at the end of time is replaced by the next write.
+        mixed.maximal = 7
+        try await eventually("b's write committed") { b.relay.statistics.sent == 1 }
+        let table = try await Self.stateRows(channel)
+        #expect(table["m.maximal"].flatMap { Self.storedValue($0.message) } == "7")
+        await b.stop()
+    }
+
+    @Test func aTableCarryingTheMarkWithOtherColumnsIsReportedAndPostsStillFlow() async throws {
+        let channel = try TestServer.freshChannel("stateforged")
+        let tableName = "forged_\(channel.name)"
+        // Someone else's table, with the relay's comment copied onto it.
+        try await executeRaw(
+            #"CREATE TABLE "\#(tableName)" (channel text, name text, stamp text, instance text, message integer)"#)
+        try await executeRaw(#"COMMENT ON TABLE "\#(tableName)" IS '\#(PostgresTransport.Publisher.mark)'"#)
+        try await executeRaw(
+            #"INSERT INTO "\#(tableName)" VALUES (\#(sqlLiteral(channel.name)), 'flags.checkout', 'soon', 'mallory', 1)"#)
+        let table = try RelayStateTable(tableName)
+        let recorder = LogRecorder()
+        let flagsA = Flags()
+        let flagsB = Flags()
+        let a = try await RunningRelay(
+            channel: channel, logger: recorder.logger(level: .info), configure: { $0.stateTable = table },
+            prepare: { try $0.replicate(\.checkout, of: flagsA, as: "flags.checkout") })
+        let b = try await RunningRelay(
+            channel: channel, configure: { $0.stateTable = table },
+            prepare: { try $0.replicate(\.checkout, of: flagsB, as: "flags.checkout") })
+        flagsA.checkout = true
+        try await eventually("a's write at b") { flagsB.checkout }
+        try await eventually("a's statement completed") { a.relay.statistics.sent == 1 }
+        flagsA.checkout = false
+        try await eventually("a's second write at b") { !flagsB.checkout }
+        try await eventually("a's second statement completed") { a.relay.statistics.sent == 2 }
+        let logged = recorder.all.filter { $0.level >= .warning }.map(\.rendered)
+        print("forged mark: \(logged)")
+        #expect(logged.contains { $0.contains("could not load") && $0.contains(tableName) })
+        #expect(logged.contains { $0.contains("could not write its state table") && $0.contains(tableName) })
+        // Once per connection, not once per write.
+        #expect(logged.filter { $0.contains("could not write its state table") }.count == 1)
+        #expect(a.relay.statistics.dropped == 0 && b.relay.statistics.dropped == 0)
+        // The table is as it was.
+        var rows: [String] = []
+        try await withRawConnection { connection in
+            for try await (name, stamp, message) in try await connection.query(
+                PostgresQuery(unsafeSQL: #"SELECT name, stamp, message FROM "\#(tableName)""#),
+                logger: TestServer.quietLogger
+            ).decode((String, String, Int).self) { rows.append("\(name) \(stamp) \(message)") }
+        }
+        #expect(rows == ["flags.checkout soon 1"])
+        await a.stop()
+        await b.stop()
+        try await executeRaw(#"DROP TABLE "\#(tableName)""#)
+    }
+
+    @Test func aTableNameThatNeedsQuotingIsMadeUsedAndReadBackAsItIs() async throws {
+        let channel = try TestServer.freshChannel("statequoted")
+        let tableName = "Relay State; DROP TABLE x; -- 'it''s' $relay$ \\ \(channel.name.suffix(8))"
+        let table = try RelayStateTable(tableName)
+        let flagsA = Flags()
+        let a = try await RunningRelay(
+            channel: channel, configure: { $0.stateTable = table },
+            prepare: { try $0.replicate(\.banner, of: flagsA, as: "flags.banner") })
+        flagsA.banner = "quoted"
+        try await eventually("a's write committed") { a.relay.statistics.sent == 1 }
+        let flagsC = Flags()
+        let c = try await RunningRelay(
+            channel: channel, configure: { $0.stateTable = table },
+            prepare: { try $0.replicate(\.banner, of: flagsC, as: "flags.banner") })
+        #expect(flagsC.banner == "quoted")
+        #expect(c.relay.statistics.stateValuesApplied == 1)
+        var found: [String] = []
+        try await withRawConnection { connection in
+            for try await name in try await connection.query(
+                "SELECT relname::text FROM pg_class WHERE relname = \(tableName) AND relkind = 'r'",
+                logger: TestServer.quietLogger
+            ).decode(String.self) { found.append(name) }
+        }
+        #expect(found == [tableName])
+        await a.stop()
+        await c.stop()
+        try await executeRaw("DROP TABLE \(table.quoted)")
+    }
+}
+
+// SIGTERM while assignments are being sent: in the serialized suite of the
+// other ServiceGroup tests, since a signal reaches every group in the process.
+extension RelayServiceTests {
+    @Test func sigtermDuringAFlushOfAssignmentsLeavesEveryLastValueInTheTable() async throws {
+        let channel = try TestServer.freshChannel("stateflush")
+        let settings = Settings()
+        let sender = try Self.relay(channel: channel) { $0.shutdownTimeout = .seconds(30) }
+        try Settings.replicate(settings, on: sender)
+        let group = Self.group([sender])
+        let running = Task { try await group.run() }
+        try await within(.seconds(30)) { try await sender.waitUntilListening() }
+        // Queue many statements' worth of assignments, then signal while they are sent.
+        let writes = 8_000
+        for n in 1...writes { settings[keyPath: Settings.replicated[n % 4].keyPath] = n }
+        let queuedAtSignal = sender.queuedMessages
+        kill(getpid(), SIGTERM)
+        try await within(.seconds(60)) { try await running.value }
+        let report = try #require(sender.shutdownReport)
+        print("SIGTERM during a flush: \(queuedAtSignal) of \(writes) queued at the signal; \(report)")
+        #expect(report.sentEverything)
+        #expect(sender.statistics.sent == writes)
+
+        let table = try await RelayTests.stateRows(channel)
+        #expect(Settings.replicated.map { table[$0.name].flatMap { RelayTests.storedValue($0.message) } } == settings.values.map { "\($0)" })
+        let later = Settings()
+        let c = try await RunningRelay(channel: channel, prepare: { try Settings.replicate(later, on: $0) })
+        #expect(later.values == settings.values)
+        #expect(later.values == [writes, writes - 3, writes - 2, writes - 1])
+        await c.stop()
+    }
+}
+#endif
+
+// A remote value and a local assignment of one property at the same time.
+// No server: the remote value goes straight into the receive path, the local
+// one waits in the outbox.
+@Suite struct ConcurrentWriteTests {
+    @Test func aLocalWriteStampedWhileARemoteValueIsBeingAssignedIsNotOverwritten() throws {
+        let relay = try Relay(
+            configuration: RelayConfiguration(
+                postgres: .init(host: "127.0.0.1", port: 1, username: "nobody", password: nil, database: nil, tls: .disable),
+                channel: try RelayChannel("race"), logger: TestServer.quietLogger))
+        let settings = Settings()
+        try relay.replicate(\.a, of: settings, as: "cfg.a")
+        // The test's observer runs before each store: the first time (the
+        // remote value, accepted and not yet stored) it has another thread
+        // assign the property, and waits until that assignment is done.
+        let first = Mutex(true)
+        let token = try settings.observe(\.a, options: .prior) { _, change in
+            guard change.isPrior, first.withLock({ first in defer { first = false }; return first }) else { return }
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                settings.a = 800
+                done.signal()
+            }
+            done.wait()
+        }
+        let stamp = UInt64(Date().timeIntervalSince1970 * 1_000_000) + 1_000_000
+        relay.receive(#"{"o":"other","i":1,"s":1,"v":1,"t":"set","n":"cfg.a","c":\#(stamp),"x":799}"#)
+        token.invalidate()
+        let winner = try #require(relay.state.withLock { $0.lastWrites["cfg.a"] })
+        print("concurrent write: holds \(settings.a); last write by \(winner.instance == relay.configuration.instanceID ? "this instance" : winner.instance), \(relay.statistics.delivered) delivered")
+        // The local write was stamped after the remote one was accepted: it is the newer.
+        #expect(winner.instance == relay.configuration.instanceID && winner.stamp > stamp)
+        withKnownIssue("the remote value, accepted first, is stored after the newer local write and stays") {
+            #expect(settings.a == 800)
+        }
+    }
+}
