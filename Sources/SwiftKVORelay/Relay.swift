@@ -306,7 +306,10 @@ public final class Relay: Sendable {
     /// the higher instance id, in UTF-8 byte order, on a tie); local observers see it as a normal
     /// change, and it is not sent again. An assignment made synchronously
     /// by an observer while a remote value is being assigned counts as part
-    /// of it and is not sent either.
+    /// of it and is not sent either. A local write on another thread that
+    /// races a remote one ends as last writer wins says on every instance:
+    /// a newer local value the remote one overwrote is stored again, and a
+    /// local write sends what the property holds when it is stamped.
     ///
     /// With a state table (``RelayConfiguration/stateTable``, the default),
     /// each value sent is also recorded there in the same transaction, and
@@ -359,15 +362,17 @@ public final class Relay: Sendable {
     }
 
     /// A local assignment of a replicated property: stamp it and send it.
-    func publishSet<Value: Encodable & Sendable>(name: String, value: Value) {
-        let stamp = state.withLock { state in
+    func publishSet<Value: Encodable & Sendable>(name: String, reading read: () -> Value?) {
+        let stamped: (stamp: UInt64, value: Value)? = state.withLock { state in
+            guard let value = read() else { return nil }
             // Saturating: remote stamps are bounded by the clock skew, but never trap.
             let next = state.clock == .max ? state.clock : state.clock + 1
             let stamp = max(Self.wallClockMicroseconds(), next)
             state.clock = stamp
             state.lastWrites[name] = (stamp, configuration.instanceID)
-            return stamp
+            return (stamp, value)
         }
+        guard let (stamp, value) = stamped else { return }
         do {
             try enqueue(Wire.setBody(name: name, stamp: stamp, value: value), name: name, stamp: stamp)
         } catch {
@@ -378,8 +383,9 @@ public final class Relay: Sendable {
     }
 
     /// Last writer wins: whether a remote write is newer than the last one of
-    /// `name`, in which case it becomes the last one.
-    func acceptRemoteWrite(name: String, stamp: UInt64, instance: String) -> Bool {
+    /// `name`, in which case it becomes the last one and `record` runs (under
+    /// the lock that orders writes).
+    func acceptRemoteWrite(name: String, stamp: UInt64, instance: String, record: () -> Void) -> Bool {
         state.withLock { state in
             state.clock = max(state.clock, stamp)
             // Instance ids in byte order, as the state table's `COLLATE "C"` compares them.
@@ -389,7 +395,22 @@ public final class Relay: Sendable {
                 return false
             }
             state.lastWrites[name] = (stamp, instance)
+            record()
             return true
+        }
+    }
+
+    /// The last write of `name` if it is no longer the one stamped `stamp` by
+    /// `instance`, with its value read by `latest` (under the lock that
+    /// orders writes); `nil` if it still is.
+    func write<Value>(
+        of name: String, after stamp: UInt64, by instance: String, latest: () -> Value?
+    ) -> (stamp: UInt64, instance: String, value: Value)? {
+        state.withLock { state in
+            guard let last = state.lastWrites[name], last.stamp != stamp || last.instance != instance,
+                let value = latest()
+            else { return nil }
+            return (last.stamp, last.instance, value)
         }
     }
 

@@ -32,6 +32,10 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
     private weak var object: Object?
     private let keyPath: ReferenceWritableKeyPath<Object, Value>
     private let token = Mutex<ObservationToken?>(nil)
+    /// The value of the last write of `name` the relay knows (this
+    /// instance's or another's): written and read only under the relay's
+    /// state lock, with the stamp it keeps for `name`.
+    private var latest: Value?
 
     /// Set while a remote value is being assigned (on the assigning thread).
     private static var applying: ThreadMarker { relayApplyingMarker }
@@ -44,9 +48,17 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
 
     /// Starts publishing local changes through `relay`.
     func start(relay: Relay) throws(KVOError) {
-        let token = try object?.observe(keyPath, options: .new) { [weak self, weak relay] _, change in
-            guard let self, let relay, !Self.applying.isSet(self), let value = change.newValue else { return }
-            relay.publishSet(name: self.name, value: value)
+        let token = try object?.observe(keyPath, options: .new) { [weak self, weak relay] object, change in
+            guard let self, let relay, !Self.applying.isSet(self), change.newValue != nil else { return }
+            // What the property holds when the write is stamped is what is
+            // sent: a remote value stored since this change (see applyRemote)
+            // is then sent as this write, so every instance ends with the
+            // value this one holds.
+            relay.publishSet(name: self.name) {
+                let value = object[keyPath: self.keyPath]
+                self.latest = value
+                return value
+            }
         }
         self.token.withLock { $0 = token }
     }
@@ -62,9 +74,21 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
     func applyRemote(_ value: any Sendable, stamp: UInt64, from instance: String, relay: Relay) -> RemoteSetResult {
         guard let value = value as? Value else { return .wrongType }
         guard let object else { return .gone }
-        guard relay.acceptRemoteWrite(name: name, stamp: stamp, instance: instance) else { return .stale }
-        Self.applying.with(self) { object[keyPath: keyPath] = value }
-        return .applied
+        guard relay.acceptRemoteWrite(name: name, stamp: stamp, instance: instance, record: { latest = value })
+        else { return .stale }
+        // The store happens after the write was accepted, outside the lock
+        // (observers run inside it). A write accepted or stamped in between
+        // is newer: a local one stored before this store was overwritten by
+        // it. So the newest write's value is stored again, until no write
+        // came in between; a local one stored after that is stamped after,
+        // and sends what the property then holds.
+        var written = (stamp: stamp, instance: instance, value: value)
+        while true {
+            Self.applying.with(self) { object[keyPath: keyPath] = written.value }
+            guard let newer = relay.write(of: name, after: written.stamp, by: written.instance, latest: { latest })
+            else { return .applied }
+            written = newer
+        }
     }
 }
 
