@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../Sources/CKVOCore/internal.h"
+#include "../Sources/CKVOCore/engine.h"
 
 static size_t
 heap_now(void)
@@ -49,10 +49,10 @@ struct tally {
 };
 
 static void
-walk(struct ckvo_hub *hub, struct tally *t, size_t hub_bytes_before)
+walk(struct ckvo_registry *registry, struct tally *t, size_t hub_bytes_before)
 {
-	struct ckvo_token_dir *dir = hub->tokens.dir;
-	struct ckvo_slotmap_table *table = hub->slots.table;
+	struct ckvo_token_dir *dir = registry->tokens.dir;
+	struct ckvo_slotmap_table *table = registry->slots.table;
 	size_t counted;
 
 	memset(t, 0, sizeof(*t));
@@ -74,15 +74,15 @@ walk(struct ckvo_hub *hub, struct tally *t, size_t hub_bytes_before)
 		if (slot->group != NULL && slot->group->head == slot)
 			t->groups += block(slot->group);
 	}
-	t->identities = block(hub->identities.buckets);
+	t->identities = block(registry->identities.buckets);
 	/*
 	 * hub->bytes counts pages, directory, identities, slot map and the
 	 * hash sets' maps (grown beyond their first size): the sets are what
 	 * is left of its growth.
 	 */
 	counted = t->pages + t->directory + t->identities + t->slotmap;
-	t->hub_sets = hub->bytes - hub_bytes_before > counted ?
-	    hub->bytes - hub_bytes_before - counted : 0;
+	t->hub_sets = registry->bytes - hub_bytes_before > counted ?
+	    registry->bytes - hub_bytes_before - counted : 0;
 	(void)t->records;
 }
 
@@ -96,7 +96,7 @@ static int
 run(const char *title, size_t n, int per_object)
 {
 	ckvo_hub_t *hub = ckvo_hub_create();
-	struct ckvo_hub *h = (struct ckvo_hub *)hub;
+	struct ckvo_registry *registry = &((struct ckvo_hub *)hub)->registry;
 	ckvo_key_t key = ckvo_key_intern(hub, "value", NULL);
 	char *objects = malloc(n);
 	ckvo_token_t *tokens = malloc(n * sizeof(*tokens));
@@ -105,7 +105,7 @@ run(const char *title, size_t n, int per_object)
 
 	if (hub == NULL || key == 0 || objects == NULL || tokens == NULL)
 		return 1;
-	hub_before = h->bytes;
+	hub_before = registry->bytes;
 	before = heap_now();
 	for (size_t i = 0; i < n; i++) {
 		if (ckvo_observe(hub, per_object ? &objects[i] : &objects[0], key, CKVO_OPTION_NEW, NULL,
@@ -113,7 +113,7 @@ run(const char *title, size_t n, int per_object)
 			return 1;
 	}
 	after = heap_now();
-	walk(h, &t, hub_before);
+	walk(registry, &t, hub_before);
 	attributed = t.pages + t.directory + t.lists + t.slots + t.slotmap + t.groups +
 	    t.identities + t.hub_sets;
 
