@@ -10,9 +10,9 @@
  * the engine's own structures, walked after registration, each counted at
  * its real heap footprint (malloc_usable_size + the 8-byte chunk header):
  * records in token pages and the page directory, observer lists, slots,
- * slot-map buckets, object groups, identity buckets, and the hash sets
- * counted in the hub's bytes. What the walk does not attribute (allocator
- * slack, the set of object groups' own map) is the "rest" row.
+ * slot-map buckets, identity buckets, and the hash sets counted in the
+ * hub's bytes (the objects set). What the walk does not attribute
+ * (allocator slack) is the "rest" row.
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -44,8 +44,7 @@ ignore(const ckvo_change_t *change, void *context)
 }
 
 struct tally {
-	size_t records, pages, directory, lists, list_entries_used, slots, slotmap,
-	    groups, identities, hub_sets;
+	size_t pages, directory, lists, list_entries_used, slots, slotmap, identities, hub_sets;
 };
 
 static void
@@ -71,8 +70,6 @@ walk(struct ckvo_registry *registry, struct tally *t, size_t hub_bytes_before)
 		t->lists += block(slot->list);
 		if (slot->list != NULL)
 			t->list_entries_used += slot->list->count;
-		if (slot->group != NULL && slot->group->head == slot)
-			t->groups += block(slot->group);
 	}
 	t->identities = block(registry->identities.buckets);
 	/*
@@ -83,7 +80,6 @@ walk(struct ckvo_registry *registry, struct tally *t, size_t hub_bytes_before)
 	counted = t->pages + t->directory + t->identities + t->slotmap;
 	t->hub_sets = registry->bytes - hub_bytes_before > counted ?
 	    registry->bytes - hub_bytes_before - counted : 0;
-	(void)t->records;
 }
 
 static void
@@ -114,8 +110,8 @@ run(const char *title, size_t n, int per_object)
 	}
 	after = heap_now();
 	walk(registry, &t, hub_before);
-	attributed = t.pages + t.directory + t.lists + t.slots + t.slotmap + t.groups +
-	    t.identities + t.hub_sets;
+	attributed = t.pages + t.directory + t.lists + t.slots + t.slotmap + t.identities +
+	    t.hub_sets;
 
 	printf("\n### %s: %zu observations\n\n", title, n);
 	printf("| structure | bytes per observation | what |\n|---|---:|---|\n");
@@ -126,16 +122,14 @@ run(const char *title, size_t n, int per_object)
 	    "one list, capacity doubling");
 	row("slot", t.slots, n, "one per (object, key)");
 	row("slot-map buckets", t.slotmap, n, "8-byte buckets, at most half full");
-	row("object group", t.groups, n, "one per observed object");
 	row("identity buckets", t.identities, n, "4-byte buckets (duplicate detection)");
-	row("hash sets (object groups' map)", t.hub_sets, n, "ck_hs maps counted in the hub's bytes");
+	row("objects set", t.hub_sets, n, "the ck_hs map from an object to its newest slot");
 	row("rest (allocator, unattributed)", after - before > attributed ? after - before - attributed : 0,
 	    n, "heap growth the walk does not name");
 	row("**total (heap growth)**", after - before, n, "mallinfo2");
-	printf("\nsizeof: record %zu, entry %zu, list header %zu, slot %zu, object group %zu, "
-	    "token page %zu\n", sizeof(struct ckvo_observation), sizeof(struct ckvo_entry),
-	    sizeof(struct ckvo_list), sizeof(struct ckvo_slot), sizeof(struct ckvo_object_group),
-	    sizeof(struct ckvo_token_page));
+	printf("\nsizeof: record %zu, entry %zu, list header %zu, slot %zu, token page %zu\n",
+	    sizeof(struct ckvo_observation), sizeof(struct ckvo_entry), sizeof(struct ckvo_list),
+	    sizeof(struct ckvo_slot), sizeof(struct ckvo_token_page));
 	for (size_t i = 0; i < n; i++)
 		(void)ckvo_unobserve(hub, tokens[i]);
 	(void)ckvo_hub_destroy(hub);

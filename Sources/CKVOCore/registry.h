@@ -1,6 +1,6 @@
 /*
  * registry.h — the registry (never installed): observations, their lists,
- * the slot map, keys, identities, owner and object groups, and the token
+ * the slot map, keys, identities, owner groups, the object set, and the token
  * pages that hold the observation records.
  *
  * The shape of a registry
@@ -189,7 +189,6 @@ struct ckvo_list {
 /* ------------------------------------------------------------------- slot */
 
 struct ckvo_keyinfo;
-struct ckvo_object_group;
 
 /* What the (object, key) → slot map is keyed by. */
 struct ckvo_slot_id {
@@ -197,18 +196,26 @@ struct ckvo_slot_id {
 	ckvo_key_t key;
 };
 
-/* The observers of one (object, key); object == NULL is a key's wildcard slot. */
+/*
+ * The observers of one (object, key); object == NULL is a key's wildcard slot.
+ * `id.object` comes first: registry->objects stores an object's first slot and
+ * hashes and compares it by that field (table.c).
+ */
 struct ckvo_slot {
 	struct ckvo_slot_id id; /* never changes while in the map */
 	struct ckvo_list *list; /* published (atomic) */
 	uint64_t deferred;  /* observations marked DEFERRED, not yet unlinked (atomic) */
 
 	/* Writer-only. */
-	struct ckvo_keyinfo *keyinfo;
 	uint32_t live, dead; /* live and cleared entries in `list` */
-	struct ckvo_object_group *group;
-	struct ckvo_slot *group_prev, *group_next;
-	ck_epoch_entry_t retire;
+	union {
+		/* While published: the other slots of its object, newest first. */
+		struct {
+			struct ckvo_slot *prev, *next;
+		} siblings;
+		/* Once unpublished (slot_drop): its entry in the limbo. */
+		ck_epoch_entry_t retire;
+	};
 };
 
 /* ---------------------------------------------------------------- slotmap */
@@ -318,11 +325,6 @@ struct ckvo_owner_group {
 	ck_epoch_entry_t retire;
 };
 
-struct ckvo_object_group {
-	const void *object; /* map key */
-	struct ckvo_slot *head;
-};
-
 /*
  * Observation identities (owner, object, key, callback, context), for
  * duplicate detection: an open-addressing table of record ids + 1, linear
@@ -373,8 +375,8 @@ struct ckvo_registry {
 	struct ckvo_set names;        /* name -> keyinfo (also read lock-free) */
 	struct ckvo_identities identities; /* observation identity -> observation */
 	struct ckvo_set owners;       /* owner -> owner group */
-	struct ckvo_set objects;      /* object -> object group */
-	uint32_t owners_peak, objects_peak; /* most groups since last sized (registration.c) */
+	struct ckvo_set objects;      /* object -> its newest slot (siblings link the rest) */
+	uint32_t owners_peak, objects_peak; /* most entries since last sized (registration.c) */
 	uint64_t next_seq;
 	size_t observations;
 	size_t bytes;                 /* held for this registry's hub, garbage included */
