@@ -20,7 +20,7 @@
  *   except to a reader that started before the removal, as the map would.
  * - Order: entries of a list are in registration order; the specific list
  *   of (object, key) and the key's wildcard list are merged by their
- *   hub-wide registration sequence numbers.
+ *   observations' generations, which a hub hands out in registration order.
  * - Values: each callback receives a copy of the change that carries only
  *   the values its options asked for. The copy is rebuilt only when the
  *   options differ from the previous callee's.
@@ -163,20 +163,25 @@ deliver_list(struct delivery *d, const struct snapshot *snap)
 }
 
 
-/* The registration sequence number of an entry's observation, cleared or not. */
+/*
+ * The generation of an entry's observation, cleared or not: a hub hands
+ * generations out in registration order (token.c), so they order its
+ * observations as registration does.
+ */
 static inline uint64_t
-entry_seq(const struct ckvo_entry *entry)
+entry_generation(const struct ckvo_entry *entry)
 {
 	uint64_t observation = ck_pr_load_64(&entry->observation);
 
-	return observation == 0 ? 0 : ckvo__entry_observation(observation)->seq;
+	return observation == 0 ? 0 :
+	    ckvo__tag_generation(ck_pr_load_64(&ckvo__entry_observation(observation)->tag));
 }
 
 /*
  * Delivers to the observers of two snapshots, both non-empty, merged by
- * registration sequence (an observation's sequence number never changes;
- * a record is not reused while this dispatch runs). Out of line:
- * a key observed both on one object and on every object is the rare case.
+ * generation (a record keeps its generation until it is reused, and it is
+ * not reused while this dispatch runs). Out of line: a key observed both
+ * on one object and on every object is the rare case.
  */
 static __attribute__((noinline)) void
 deliver_merged(struct delivery *d, const struct snapshot *a, const struct snapshot *b)
@@ -185,7 +190,7 @@ deliver_merged(struct delivery *d, const struct snapshot *a, const struct snapsh
 	uint32_t i = 0, j = 0;
 
 	while (i < a->count && j < b->count) {
-		if (entry_seq(&ea[i]) < entry_seq(&eb[j]))
+		if (entry_generation(&ea[i]) < entry_generation(&eb[j]))
 			deliver(d, a, &ea[i++]);
 		else
 			deliver(d, b, &eb[j++]);

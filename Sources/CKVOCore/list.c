@@ -118,7 +118,7 @@ entry_bits(ckvo_options_t options)
 
 bool
 ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot, struct ckvo_observation *obs,
-    ckvo_callback_t callback)
+    ckvo_callback_t callback, void *context)
 {
 	struct ckvo_list *list = slot->list;
 	uint32_t count;
@@ -137,7 +137,7 @@ ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot, struct
 	count = list->count;
 	list->items[count] = (struct ckvo_entry){
 		.callback = callback,
-		.context = obs->context,
+		.context = context,
 		.observation = (uint64_t)(uintptr_t)obs | entry_bits(ckvo__tag_options(obs->tag)),
 	};
 	obs->slot = slot;

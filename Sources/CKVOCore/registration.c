@@ -328,6 +328,7 @@ observation_unlink(struct ckvo_registry *registry, struct ckvo_observation *obs)
 	ckvo_options_t options = ckvo__tag_options(obs->tag);
 	struct ckvo_slot *slot = obs->slot;
 	struct ckvo_keyinfo *info = ckvo__key_lookup(registry, slot->id.key);
+	void *context = slot->list->items[obs->index].context;
 
 	if (ckvo__observation_indexed(options))
 		ckvo__identity_remove(registry, obs);
@@ -335,6 +336,15 @@ observation_unlink(struct ckvo_registry *registry, struct ckvo_observation *obs)
 		owner_group_leave(registry, obs);
 
 	ckvo__list_remove(registry, slot, obs);
+	/*
+	 * The fields of a linked observation are free now: they take what its
+	 * release needs. A listing may still be reading `owner_group` where
+	 * `origin` goes: it checks the tag again after that load, and this
+	 * store comes after the REMOVED one above (listing.c).
+	 */
+	obs->context = context;
+	ck_pr_fence_store();
+	ck_pr_store_64(&obs->origin, 0);
 	if (previous == CKVO_STATE_DEFERRED) {
 		/*
 		 * The reader that deferred it counted it in the slot. Uncount it
@@ -472,11 +482,8 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 	}
 	tag = ckvo__tag_make(ckvo__tag_generation(obs->tag), options, CKVO_STATE_INSTALLING);
 	ck_pr_store_64(&obs->tag, tag);
-	obs->context = identity->context;
 	obs->release = release;
 	obs->owner_group = NULL;
-	obs->seq = ++registry->next_seq;
-	obs->origin = 0;
 	obs->identity = identity->hash;
 
 	slot = slot_find(registry, info, identity->object);
@@ -502,7 +509,8 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 	 */
 	tag = ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_PUBLISHED);
 	ck_pr_store_64(&obs->tag, tag);
-	if (slot == NULL || !ckvo__list_append(registry, slot, obs, identity->callback) ||
+	if (slot == NULL ||
+	    !ckvo__list_append(registry, slot, obs, identity->callback, identity->context) ||
 	    (new_slot != NULL && !slot_publish(registry, info, new_slot))) {
 		key_count(info, options, -1);
 		if (token != NULL)

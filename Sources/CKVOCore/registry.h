@@ -116,17 +116,22 @@ struct ckvo_owner_group;
  * their tokens name: a record whose observation ended goes back to its page
  * for reuse after a grace period, and a page whose records are all back is
  * retired through the epoch, so a reader reaches a record only inside a read
- * section (or under the writer lock). The callback is not stored here:
- * it lives in the observation's list entry, the only place dispatch reads it.
+ * section (or under the writer lock). The callback and the context are not
+ * stored here while the observation is linked: they live in its list entry,
+ * the only place dispatch reads them. 56 bytes: what serves only a linked
+ * observation shares its place with what serves only an unlinked one, and
+ * the generation in the tag orders observations as registration does.
  */
 struct ckvo_observation {
 	uint64_t tag;                /* generation, options, state (atomic) */
 	struct ckvo_slot *slot;      /* set before the observation is live, then fixed */
-	void *context;
 	ckvo_release_t release;
-	struct ckvo_owner_group *owner_group; /* NULL: registered without an owner */
-	uint64_t seq;                /* hub-wide registration order */
-	uint64_t origin;             /* removed by the release at this ticket, or 0 (release.c) */
+	union {
+		/* Linked: NULL when registered without an owner (also read by listing.c). */
+		struct ckvo_owner_group *owner_group;
+		/* Unlinked: removed by the release at this ticket, or 0 (release.c, session.c). */
+		uint64_t origin;
+	};
 	/*
 	 * On registry->deferred while DEFERRED, then on an unlinked chain handed
 	 * back, then in the limbo, then on the release queue, then on its token
@@ -134,9 +139,16 @@ struct ckvo_observation {
 	 */
 	ck_stack_entry_t link;
 	uint32_t id;                 /* index in the token pages, fixed */
-	uint32_t index;              /* position in slot->list (writer-only) */
 	uint32_t owner_index;        /* position in its owner group (writer-only) */
-	uint32_t identity;           /* identity hash (writer-only, see table.c) */
+	union {
+		/* Linked (writer-only). */
+		struct {
+			uint32_t index;      /* position in slot->list */
+			uint32_t identity;   /* identity hash (see table.c) */
+		};
+		/* Unlinked: copied from its list entry for the release (registration.c). */
+		void *context;
+	};
 };
 
 /* ------------------------------------------------------------------- list */
@@ -261,7 +273,7 @@ struct ckvo_key_array {
 /* ----------------------------------------------------------------- tokens */
 
 /*
- * 16 records a page: one survivor pins 1.2 KB, not a page of 512 (37 KB),
+ * 16 records a page: one survivor pins 960 bytes, not a page of 512 (28 KB),
  * and the directory costs half a byte a record.
  */
 #define CKVO_TOKEN_PAGE_BITS 4
@@ -377,7 +389,6 @@ struct ckvo_registry {
 	struct ckvo_set owners;       /* owner -> owner group */
 	struct ckvo_set objects;      /* object -> its newest slot (siblings link the rest) */
 	uint32_t owners_peak, objects_peak; /* most entries since last sized (registration.c) */
-	uint64_t next_seq;
 	size_t observations;
 	size_t bytes;                 /* held for this registry's hub, garbage included */
 	struct ckvo_limbo *garbage;   /* where replaced memory waits (the session's) */
@@ -515,7 +526,7 @@ void ckvo__slotmap_remove(struct ckvo_registry *registry, struct ckvo_slot *slot
 /* list.c */
 struct ckvo_list *ckvo__list_create(uint32_t capacity);
 bool ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot,
-    struct ckvo_observation *obs, ckvo_callback_t callback);
+    struct ckvo_observation *obs, ckvo_callback_t callback, void *context);
 void ckvo__list_remove(struct ckvo_registry *registry, struct ckvo_slot *slot,
     struct ckvo_observation *obs);
 void ckvo__list_retire(struct ckvo_registry *registry, struct ckvo_list *list);

@@ -239,12 +239,12 @@ static bool
 identity_equal(const struct ckvo_observation *obs, const struct ckvo_identity *identity)
 {
 	const struct ckvo_slot *slot = obs->slot;
+	const struct ckvo_entry *entry = &slot->list->items[obs->index];
 	const void *owner = obs->owner_group == NULL ? NULL : obs->owner_group->owner;
 
 	return obs->identity == identity->hash && owner == identity->owner &&
-	    obs->context == identity->context && slot->id.object == identity->object &&
-	    slot->id.key == identity->key &&
-	    slot->list->items[obs->index].callback == identity->callback;
+	    entry->context == identity->context && slot->id.object == identity->object &&
+	    slot->id.key == identity->key && entry->callback == identity->callback;
 }
 
 struct ckvo_observation *
