@@ -66,10 +66,12 @@ walk(struct ckvo_registry *registry, struct tally *t, size_t hub_bytes_before)
 
 		if (slot == NULL || slot == CKVO_SLOTMAP_TOMBSTONE)
 			continue;
-		t->slots += block(slot);
-		t->lists += block(slot->list);
-		if (slot->list != NULL)
-			t->list_entries_used += slot->list->count;
+		/* The first list's room is in the slot's block: counted as a list. */
+		t->slots += block(slot) - (CKVO_SLOT_BLOCK_SIZE - sizeof(*slot));
+		t->lists += CKVO_SLOT_BLOCK_SIZE - sizeof(*slot);
+		if (slot->list != ckvo__slot_first_list(slot))
+			t->lists += block((char *)slot->list - sizeof(ck_epoch_entry_t));
+		t->list_entries_used += slot->list->count;
 	}
 	t->identities = block(registry->identities.buckets);
 	/*
@@ -118,8 +120,8 @@ run(const char *title, size_t n, int per_object)
 	row("observation record", t.pages, n, "token pages: 16 records of "
 	    "sizeof(struct ckvo_observation) each, plus the page's bookkeeping");
 	row("token directory", t.directory, n, "one page pointer per 16 records, doubling");
-	row("list entries", t.lists, n, per_object ? "one list per slot: header + capacity 1" :
-	    "one list, capacity doubling");
+	row("list entries", t.lists, n, per_object ? "one list per slot, in the slot's block: "
+	    "header + capacity 1" : "one list, capacity growing by half");
 	row("slot", t.slots, n, "one per (object, key)");
 	row("slot-map buckets", t.slotmap, n, "8-byte buckets, at most half full");
 	row("identity buckets", t.identities, n, "4-byte buckets (duplicate detection)");

@@ -24,10 +24,12 @@
  *   pointer store; the old list is retired. Each copy is paid for by the
  *   appends or removals since the previous one: amortized O(1) per operation,
  *   so a million observers on one key register in linear time. A new slot's
- *   list holds one entry, and a full list that only grew gets room for half
- *   as many again: most slots have one observer, and a long list carries
- *   less unused room. A full list holding cleared entries (observers come
- *   and go) gets room for as many again, so churn copies it half as often.
+ *   list holds one entry, in the slot's own allocation (freed with the
+ *   slot, never retired on its own), and a full list that only grew gets
+ *   room for half as many again: most slots have one observer, and a long
+ *   list carries less unused room. A full list holding cleared entries
+ *   (observers come and go) gets room for as many again, so churn copies it
+ *   half as often.
  */
 #include <stdlib.h>
 
@@ -35,40 +37,70 @@
 
 /* Compact once at least this many entries are cleared and they outnumber the live ones. */
 #define CKVO_LIST_COMPACT_MIN 16u
-#define CKVO_LIST_MIN_CAPACITY 1u
 
+/*
+ * A list allocated on its own comes right behind the limbo entry that
+ * retires it, so the list itself carries no word a reader never reads.
+ */
 static size_t
 list_size(uint32_t capacity)
 {
-	return sizeof(struct ckvo_list) + (size_t)capacity * sizeof(struct ckvo_entry);
+	return sizeof(ck_epoch_entry_t) + sizeof(struct ckvo_list) +
+	    (size_t)capacity * sizeof(struct ckvo_entry);
 }
 
-struct ckvo_list *
-ckvo__list_create(uint32_t capacity)
+static ck_epoch_entry_t *
+list_retire_entry(struct ckvo_list *list)
 {
-	struct ckvo_list *list;
+	return (ck_epoch_entry_t *)(void *)list - 1;
+}
 
-	if (capacity < CKVO_LIST_MIN_CAPACITY)
-		capacity = CKVO_LIST_MIN_CAPACITY;
-	list = malloc(list_size(capacity));
-	if (list == NULL)
-		return NULL;
+static void
+list_init(struct ckvo_list *list, uint32_t capacity)
+{
 	list->count = 0;
 	list->capacity = capacity;
 	list->stale = 0;
+}
+
+static struct ckvo_list *
+list_create(uint32_t capacity)
+{
+	ck_epoch_entry_t *retire = malloc(list_size(capacity));
+	struct ckvo_list *list;
+
+	if (retire == NULL)
+		return NULL;
+	list = (struct ckvo_list *)(void *)(retire + 1);
+	list_init(list, capacity);
 	return list;
+}
+
+void
+ckvo__list_init_first(struct ckvo_slot *slot)
+{
+	slot->list = ckvo__slot_first_list(slot);
+	list_init(slot->list, 1);
 }
 
 static void
 list_free(ck_epoch_entry_t *entry)
 {
-	free(CKVO_CONTAINER(struct ckvo_list, retire, entry));
+	free(entry);
+}
+
+/* Retires `list` of `slot`, unless it is the slot's first, which goes with the slot. */
+static void
+list_retire(struct ckvo_registry *registry, struct ckvo_slot *slot, struct ckvo_list *list)
+{
+	if (list != ckvo__slot_first_list(slot))
+		ckvo__retire(registry->garbage, list_retire_entry(list), list_free);
 }
 
 void
-ckvo__list_retire(struct ckvo_registry *registry, struct ckvo_list *list)
+ckvo__list_drop(struct ckvo_registry *registry, struct ckvo_slot *slot)
 {
-	ckvo__retire(registry->garbage, &list->retire, list_free);
+	list_retire(registry, slot, slot->list);
 }
 
 /* Copies the live entries of the current list into a new one with room to grow. */
@@ -76,20 +108,18 @@ static bool
 list_rebuild(struct ckvo_registry *registry, struct ckvo_slot *slot, uint32_t capacity)
 {
 	struct ckvo_list *old = slot->list;
-	struct ckvo_list *list = ckvo__list_create(capacity);
+	struct ckvo_list *list = list_create(capacity);
 	uint32_t n = 0;
 
 	if (list == NULL)
 		return false;
-	if (old != NULL) {
-		for (uint32_t i = 0; i < old->count; i++) {
-			uint64_t observation = old->items[i].observation;
+	for (uint32_t i = 0; i < old->count; i++) {
+		uint64_t observation = old->items[i].observation;
 
-			if (observation == 0)
-				continue;
-			ckvo__entry_observation(observation)->index = n;
-			list->items[n++] = old->items[i];
-		}
+		if (observation == 0)
+			continue;
+		ckvo__entry_observation(observation)->index = n;
+		list->items[n++] = old->items[i];
 	}
 	list->count = n;
 	slot->dead = 0;
@@ -98,12 +128,11 @@ list_rebuild(struct ckvo_registry *registry, struct ckvo_slot *slot, uint32_t ca
 	CKVO_TSAN_RELEASE(list);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&slot->list, list);
-	if (old != NULL) {
-		/* Before any later removal: readers still on `old` must check states. */
-		ck_pr_store_32(&old->stale, 1);
-		ckvo__list_retire(registry, old);
+	/* Before any later removal: readers still on `old` must check states. */
+	ck_pr_store_32(&old->stale, 1);
+	if (old != ckvo__slot_first_list(slot))
 		ckvo__retire_large(registry->garbage, list_size(old->capacity));
-	}
+	list_retire(registry, slot, old);
 	return true;
 }
 
@@ -123,7 +152,7 @@ ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot, struct
 	struct ckvo_list *list = slot->list;
 	uint32_t count;
 
-	if (list == NULL || list->count == list->capacity) {
+	if (list->count == list->capacity) {
 		uint64_t room = slot->dead != 0 ? slot->live : slot->live / 2;
 		uint64_t wanted = (uint64_t)slot->live + room + 2;
 

@@ -223,15 +223,11 @@ slot_find(struct ckvo_registry *registry, struct ckvo_keyinfo *info, const void 
 static struct ckvo_slot *
 slot_create(struct ckvo_keyinfo *info, const void *object)
 {
-	struct ckvo_slot *slot = calloc(1, sizeof(*slot));
+	struct ckvo_slot *slot = calloc(1, CKVO_SLOT_BLOCK_SIZE);
 
 	if (slot == NULL)
 		return NULL;
-	slot->list = ckvo__list_create(0);
-	if (slot->list == NULL) {
-		free(slot);
-		return NULL;
-	}
+	ckvo__list_init_first(slot);
 	slot->id.object = object;
 	slot->id.key = info->id;
 	return slot;
@@ -283,7 +279,7 @@ slot_drop(struct ckvo_registry *registry, struct ckvo_keyinfo *info, struct ckvo
 		ckvo__writer_add(&info->object_slots, -1);
 		object_slot_remove(registry, slot);
 	}
-	ckvo__list_retire(registry, slot->list);
+	ckvo__list_drop(registry, slot);
 	/* Overwrites `siblings`: the slot has just left them. */
 	ckvo__retire(registry->garbage, &slot->retire, slot_free);
 }
@@ -515,10 +511,8 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 		key_count(info, options, -1);
 		if (token != NULL)
 			*token = 0;
-		if (new_slot != NULL) {
-			free(new_slot->list);
-			free(new_slot);
-		}
+		/* Its list is still its first (one entry of room): one block. */
+		free(new_slot);
 		if (group != NULL)
 			owner_group_drop_if_empty(registry, group);
 		/* Never reachable by readers: back to its page at once. */

@@ -23,7 +23,9 @@
  * Ownership of memory that readers reach:
  *   registry->slots (slotmap.c) -> struct ckvo_slot (retired when its last
  *                                  observation goes)
- *   slot->list                 -> struct ckvo_list (retired when replaced)
+ *   slot->list                 -> struct ckvo_list (retired when replaced,
+ *                                  or freed with the slot when it is the
+ *                                  slot's first)
  *   list->items[i]             -> struct ckvo_observation (in a token page;
  *                                  handed back when removed, after the entry
  *                                  is cleared in the current list, and reused
@@ -188,10 +190,11 @@ ckvo__entry_observation(uint64_t observation)
  * count; readers read `count` once per dispatch and never look past it. A
  * list whose capacity is exhausted, or that holds too many removed entries,
  * is replaced by a compacted copy and retired. Cost is amortized O(1) per
- * registration and removal.
+ * registration and removal. A slot's first list, room for one entry, is
+ * allocated with the slot and goes with it (ckvo__slot_first_list); a
+ * larger one is allocated behind the limbo entry that retires it (list.c).
  */
 struct ckvo_list {
-	ck_epoch_entry_t retire;
 	uint32_t count;    /* published length (atomic) */
 	uint32_t capacity;
 	uint32_t stale;    /* replaced: removals no longer clear entries here (atomic) */
@@ -228,7 +231,25 @@ struct ckvo_slot {
 		/* Once unpublished (slot_drop): its entry in the limbo. */
 		ck_epoch_entry_t retire;
 	};
+	/* Followed, in the same allocation, by its first list (ckvo__slot_first_list). */
 };
+
+/* Bytes of a slot and its first list, one entry long: most slots have one observer. */
+#define CKVO_SLOT_BLOCK_SIZE \
+	(sizeof(struct ckvo_slot) + sizeof(struct ckvo_list) + sizeof(struct ckvo_entry))
+_Static_assert(sizeof(struct ckvo_slot) % _Alignof(struct ckvo_list) == 0,
+    "the first list follows its slot aligned");
+
+/*
+ * The list allocated with `slot`: its list until the first one that outgrows
+ * it, never retired on its own, freed with the slot (whose grace period
+ * covers every reader that can still reach it).
+ */
+static inline struct ckvo_list *
+ckvo__slot_first_list(struct ckvo_slot *slot)
+{
+	return (struct ckvo_list *)(void *)(slot + 1);
+}
 
 /* ---------------------------------------------------------------- slotmap */
 
@@ -524,12 +545,12 @@ bool ckvo__slotmap_put(struct ckvo_registry *registry, struct ckvo_slot *slot);
 void ckvo__slotmap_remove(struct ckvo_registry *registry, struct ckvo_slot *slot);
 
 /* list.c */
-struct ckvo_list *ckvo__list_create(uint32_t capacity);
+void ckvo__list_init_first(struct ckvo_slot *slot);
 bool ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot,
     struct ckvo_observation *obs, ckvo_callback_t callback, void *context);
 void ckvo__list_remove(struct ckvo_registry *registry, struct ckvo_slot *slot,
     struct ckvo_observation *obs);
-void ckvo__list_retire(struct ckvo_registry *registry, struct ckvo_list *list);
+void ckvo__list_drop(struct ckvo_registry *registry, struct ckvo_slot *slot);
 
 /* token.c */
 struct ckvo_observation *ckvo__token_take(struct ckvo_registry *registry);
