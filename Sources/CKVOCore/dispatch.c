@@ -86,7 +86,8 @@ struct delivery {
 };
 
 static inline void
-deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry *entry)
+deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry *entry,
+    ckvo_callback_t callback)
 {
 	uint64_t careful, observation, options, values;
 
@@ -118,7 +119,7 @@ deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry
 		    -(uintptr_t)((values & CKVO_ENTRY_OLD) >> 1));
 		d->view_values = values;
 	}
-	entry->callback(d->view, entry->context);
+	callback(d->view, entry->context);
 }
 
 /* The published list of `slot` and its length at this moment. */
@@ -152,14 +153,30 @@ slot_lookup(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const void *object
 	return ckvo__slotmap_get(&hub->registry.slots, object, info->id);
 }
 
+/* Delivers to the observers of a mixed list (one callback each), in order. Out of line: rare. */
+static __attribute__((noinline)) void
+deliver_list_mixed(struct delivery *d, const struct snapshot *snap)
+{
+	const struct ckvo_entry *items = snap->list->items;
+	const ckvo_callback_t *callbacks = ckvo__list_callbacks(snap->list);
+
+	for (uint32_t i = 0; i < snap->count; i++)
+		deliver(d, snap, &items[i], callbacks[i]);
+}
+
 /* Delivers to the observers of one snapshot, in order. */
-static inline void
+static inline __attribute__((always_inline)) void
 deliver_list(struct delivery *d, const struct snapshot *snap)
 {
 	const struct ckvo_entry *items = snap->list->items;
+	ckvo_callback_t callback = snap->list->callback;
 
+	if (CKVO_UNLIKELY(snap->list->mixed)) {
+		deliver_list_mixed(d, snap);
+		return;
+	}
 	for (uint32_t i = 0; i < snap->count; i++)
-		deliver(d, snap, &items[i]);
+		deliver(d, snap, &items[i], callback);
 }
 
 
@@ -190,15 +207,18 @@ deliver_merged(struct delivery *d, const struct snapshot *a, const struct snapsh
 	uint32_t i = 0, j = 0;
 
 	while (i < a->count && j < b->count) {
-		if (entry_generation(&ea[i]) < entry_generation(&eb[j]))
-			deliver(d, a, &ea[i++]);
-		else
-			deliver(d, b, &eb[j++]);
+		if (entry_generation(&ea[i]) < entry_generation(&eb[j])) {
+			deliver(d, a, &ea[i], ckvo__list_callback(a->list, i));
+			i++;
+		} else {
+			deliver(d, b, &eb[j], ckvo__list_callback(b->list, j));
+			j++;
+		}
 	}
 	for (; i < a->count; i++)
-		deliver(d, a, &ea[i]);
+		deliver(d, a, &ea[i], ckvo__list_callback(a->list, i));
 	for (; j < b->count; j++)
-		deliver(d, b, &eb[j]);
+		deliver(d, b, &eb[j], ckvo__list_callback(b->list, j));
 }
 
 /*
@@ -324,7 +344,8 @@ dispatch_object(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const ckvo_cha
 		return;
 	}
 	delivery_init(&d, &view, change, prior, allowed, info->id, kind);
-	deliver(&d, &specific, &specific.list->items[0]);
+	/* A mixed list's `callback` is its first entry's too. */
+	deliver(&d, &specific, &specific.list->items[0], specific.list->callback);
 }
 
 /*

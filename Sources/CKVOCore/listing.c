@@ -79,7 +79,7 @@ list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
 				.key = key,
 				.options = ckvo__tag_options(tag),
 				.owner = group == NULL ? NULL : group->owner,
-				.callback = entry->callback,
+				.callback = ckvo__list_callback(list, i),
 				.context = entry->context,
 			};
 			if (l->visit != NULL)

@@ -219,15 +219,18 @@ slot_find(struct ckvo_registry *registry, struct ckvo_keyinfo *info, const void 
 	return ckvo__slotmap_get(&registry->slots, object, info->id);
 }
 
-/* A new, empty, unpublished slot with a list holding room for one observer. */
+/*
+ * A new, empty, unpublished slot with a list holding room for one observer,
+ * calling `callback`.
+ */
 static struct ckvo_slot *
-slot_create(struct ckvo_keyinfo *info, const void *object)
+slot_create(struct ckvo_keyinfo *info, const void *object, ckvo_callback_t callback)
 {
 	struct ckvo_slot *slot = calloc(1, CKVO_SLOT_BLOCK_SIZE);
 
 	if (slot == NULL)
 		return NULL;
-	ckvo__list_init_first(slot);
+	ckvo__list_init_first(slot, callback);
 	slot->id.object = object;
 	slot->id.key = info->id;
 	return slot;
@@ -484,7 +487,7 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 
 	slot = slot_find(registry, info, identity->object);
 	if (slot == NULL)
-		slot = new_slot = slot_create(info, identity->object);
+		slot = new_slot = slot_create(info, identity->object, identity->callback);
 	obs->slot = slot;
 
 	/*

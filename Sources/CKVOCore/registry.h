@@ -157,7 +157,7 @@ struct ckvo_observation {
 
 /*
  * Entry bits that carry an observation's options next to its pointer (the
- * records are 8-byte aligned), so an entry is three words.
+ * records are 8-byte aligned), so an entry is two words.
  */
 #define CKVO_ENTRY_NEW ((uint64_t)1)
 #define CKVO_ENTRY_OLD ((uint64_t)2)
@@ -168,13 +168,14 @@ _Static_assert(_Alignof(struct ckvo_observation) >= 8, "record alignment leaves 
 _Static_assert(sizeof(struct ckvo_observation) % 8 == 0, "records in a page must stay 8-aligned");
 
 /*
- * One list entry. The callback and context sit side by side so that a
- * fan-out reads the list sequentially without touching the observations;
- * `observation` is the record's address with the CKVO_ENTRY_* bits of its
- * options, or 0 once the observation is removed (atomic).
+ * One list entry. The context sits beside the observation, and the callback
+ * is the list's (or, in a list of several callbacks, at the same index of
+ * the array behind the entries), so that a fan-out reads the list
+ * sequentially without touching the observations; `observation` is the
+ * record's address with the CKVO_ENTRY_* bits of its options, or 0 once the
+ * observation is removed (atomic).
  */
 struct ckvo_entry {
-	ckvo_callback_t callback;
 	void *context;
 	uint64_t observation;
 };
@@ -193,13 +194,37 @@ ckvo__entry_observation(uint64_t observation)
  * registration and removal. A slot's first list, room for one entry, is
  * allocated with the slot and goes with it (ckvo__slot_first_list); a
  * larger one is allocated behind the limbo entry that retires it (list.c).
+ *
+ * Observers of one (object, key) usually share one callback (every Swift
+ * observation has the same trampoline): the list then holds it once, in
+ * `callback`, and its entries are two words. A list whose observations have
+ * several callbacks is `mixed`: an array of `capacity` callbacks follows its
+ * entries, and `callback` is its first entry's, so that a one-observer
+ * dispatch reads one field either way. A list never changes form: an append
+ * that needs the other form replaces the list (list.c).
  */
 struct ckvo_list {
 	uint32_t count;    /* published length (atomic) */
 	uint32_t capacity;
 	uint32_t stale;    /* replaced: removals no longer clear entries here (atomic) */
+	uint32_t mixed;    /* one callback per entry (fixed) */
+	ckvo_callback_t callback; /* every entry's, or the first entry's when mixed (fixed) */
 	struct ckvo_entry items[];
 };
+
+/* The callbacks of a mixed list, one per entry. */
+static inline ckvo_callback_t *
+ckvo__list_callbacks(const struct ckvo_list *list)
+{
+	return (ckvo_callback_t *)(uintptr_t)&list->items[list->capacity];
+}
+
+/* The callback of entry `i` of `list`. */
+static inline ckvo_callback_t
+ckvo__list_callback(const struct ckvo_list *list, uint32_t i)
+{
+	return CKVO_LIKELY(!list->mixed) ? list->callback : ckvo__list_callbacks(list)[i];
+}
 
 /* ------------------------------------------------------------------- slot */
 
@@ -545,7 +570,7 @@ bool ckvo__slotmap_put(struct ckvo_registry *registry, struct ckvo_slot *slot);
 void ckvo__slotmap_remove(struct ckvo_registry *registry, struct ckvo_slot *slot);
 
 /* list.c */
-void ckvo__list_init_first(struct ckvo_slot *slot);
+void ckvo__list_init_first(struct ckvo_slot *slot, ckvo_callback_t callback);
 bool ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot,
     struct ckvo_observation *obs, ckvo_callback_t callback, void *context);
 void ckvo__list_remove(struct ckvo_registry *registry, struct ckvo_slot *slot,

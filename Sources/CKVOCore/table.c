@@ -244,7 +244,8 @@ identity_equal(const struct ckvo_observation *obs, const struct ckvo_identity *i
 
 	return obs->identity == identity->hash && owner == identity->owner &&
 	    entry->context == identity->context && slot->id.object == identity->object &&
-	    slot->id.key == identity->key && entry->callback == identity->callback;
+	    slot->id.key == identity->key &&
+	    ckvo__list_callback(slot->list, obs->index) == identity->callback;
 }
 
 struct ckvo_observation *
