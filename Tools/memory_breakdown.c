@@ -10,16 +10,16 @@
  * the engine's own structures, walked after registration, each counted at
  * its real heap footprint (malloc_usable_size + the 8-byte chunk header):
  * records in token pages and the page directory, observer lists, slots,
- * slot-map buckets, object groups, identity buckets, and the hash sets
- * counted in the hub's bytes. What the walk does not attribute (allocator
- * slack, the set of object groups' own map) is the "rest" row.
+ * slot-map buckets, identity buckets, and the hash sets counted in the
+ * hub's bytes (the objects set). What the walk does not attribute
+ * (allocator slack) is the "rest" row.
  */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../Sources/CKVOCore/internal.h"
+#include "../Sources/CKVOCore/engine.h"
 
 static size_t
 heap_now(void)
@@ -44,15 +44,14 @@ ignore(const ckvo_change_t *change, void *context)
 }
 
 struct tally {
-	size_t records, pages, directory, lists, list_entries_used, slots, slotmap,
-	    groups, identities, hub_sets;
+	size_t pages, directory, lists, list_entries_used, slots, slotmap, identities, hub_sets;
 };
 
 static void
-walk(struct ckvo_hub *hub, struct tally *t, size_t hub_bytes_before)
+walk(struct ckvo_registry *registry, struct tally *t, size_t hub_bytes_before)
 {
-	struct ckvo_token_dir *dir = hub->tokens.dir;
-	struct ckvo_slotmap_table *table = hub->slots.table;
+	struct ckvo_token_dir *dir = registry->tokens.dir;
+	struct ckvo_slotmap_table *table = registry->slots.table;
 	size_t counted;
 
 	memset(t, 0, sizeof(*t));
@@ -67,23 +66,22 @@ walk(struct ckvo_hub *hub, struct tally *t, size_t hub_bytes_before)
 
 		if (slot == NULL || slot == CKVO_SLOTMAP_TOMBSTONE)
 			continue;
-		t->slots += block(slot);
-		t->lists += block(slot->list);
-		if (slot->list != NULL)
-			t->list_entries_used += slot->list->count;
-		if (slot->group != NULL && slot->group->head == slot)
-			t->groups += block(slot->group);
+		/* The first list's room is in the slot's block: counted as a list. */
+		t->slots += block(slot) - (CKVO_SLOT_BLOCK_SIZE - sizeof(*slot));
+		t->lists += CKVO_SLOT_BLOCK_SIZE - sizeof(*slot);
+		if (slot->list != ckvo__slot_first_list(slot))
+			t->lists += block((char *)slot->list - sizeof(ck_epoch_entry_t));
+		t->list_entries_used += slot->list->count;
 	}
-	t->identities = block(hub->identities.buckets);
+	t->identities = block(registry->identities.buckets);
 	/*
 	 * hub->bytes counts pages, directory, identities, slot map and the
 	 * hash sets' maps (grown beyond their first size): the sets are what
 	 * is left of its growth.
 	 */
 	counted = t->pages + t->directory + t->identities + t->slotmap;
-	t->hub_sets = hub->bytes - hub_bytes_before > counted ?
-	    hub->bytes - hub_bytes_before - counted : 0;
-	(void)t->records;
+	t->hub_sets = registry->bytes - hub_bytes_before > counted ?
+	    registry->bytes - hub_bytes_before - counted : 0;
 }
 
 static void
@@ -96,7 +94,7 @@ static int
 run(const char *title, size_t n, int per_object)
 {
 	ckvo_hub_t *hub = ckvo_hub_create();
-	struct ckvo_hub *h = (struct ckvo_hub *)hub;
+	struct ckvo_registry *registry = &((struct ckvo_hub *)hub)->registry;
 	ckvo_key_t key = ckvo_key_intern(hub, "value", NULL);
 	char *objects = malloc(n);
 	ckvo_token_t *tokens = malloc(n * sizeof(*tokens));
@@ -105,7 +103,7 @@ run(const char *title, size_t n, int per_object)
 
 	if (hub == NULL || key == 0 || objects == NULL || tokens == NULL)
 		return 1;
-	hub_before = h->bytes;
+	hub_before = registry->bytes;
 	before = heap_now();
 	for (size_t i = 0; i < n; i++) {
 		if (ckvo_observe(hub, per_object ? &objects[i] : &objects[0], key, CKVO_OPTION_NEW, NULL,
@@ -113,29 +111,27 @@ run(const char *title, size_t n, int per_object)
 			return 1;
 	}
 	after = heap_now();
-	walk(h, &t, hub_before);
-	attributed = t.pages + t.directory + t.lists + t.slots + t.slotmap + t.groups +
-	    t.identities + t.hub_sets;
+	walk(registry, &t, hub_before);
+	attributed = t.pages + t.directory + t.lists + t.slots + t.slotmap + t.identities +
+	    t.hub_sets;
 
 	printf("\n### %s: %zu observations\n\n", title, n);
 	printf("| structure | bytes per observation | what |\n|---|---:|---|\n");
 	row("observation record", t.pages, n, "token pages: 16 records of "
 	    "sizeof(struct ckvo_observation) each, plus the page's bookkeeping");
 	row("token directory", t.directory, n, "one page pointer per 16 records, doubling");
-	row("list entries", t.lists, n, per_object ? "one list per slot: header + capacity 1" :
-	    "one list, capacity doubling");
+	row("list entries", t.lists, n, per_object ? "one list per slot, in the slot's block: "
+	    "header + capacity 1" : "one list, capacity growing by half");
 	row("slot", t.slots, n, "one per (object, key)");
 	row("slot-map buckets", t.slotmap, n, "8-byte buckets, at most half full");
-	row("object group", t.groups, n, "one per observed object");
 	row("identity buckets", t.identities, n, "4-byte buckets (duplicate detection)");
-	row("hash sets (object groups' map)", t.hub_sets, n, "ck_hs maps counted in the hub's bytes");
+	row("objects set", t.hub_sets, n, "the ck_hs map from an object to its newest slot");
 	row("rest (allocator, unattributed)", after - before > attributed ? after - before - attributed : 0,
 	    n, "heap growth the walk does not name");
 	row("**total (heap growth)**", after - before, n, "mallinfo2");
-	printf("\nsizeof: record %zu, entry %zu, list header %zu, slot %zu, object group %zu, "
-	    "token page %zu\n", sizeof(struct ckvo_observation), sizeof(struct ckvo_entry),
-	    sizeof(struct ckvo_list), sizeof(struct ckvo_slot), sizeof(struct ckvo_object_group),
-	    sizeof(struct ckvo_token_page));
+	printf("\nsizeof: record %zu, entry %zu, list header %zu, slot %zu, token page %zu\n",
+	    sizeof(struct ckvo_observation), sizeof(struct ckvo_entry), sizeof(struct ckvo_list),
+	    sizeof(struct ckvo_slot), sizeof(struct ckvo_token_page));
 	for (size_t i = 0; i < n; i++)
 		(void)ckvo_unobserve(hub, tokens[i]);
 	(void)ckvo_hub_destroy(hub);

@@ -20,7 +20,7 @@
  *   except to a reader that started before the removal, as the map would.
  * - Order: entries of a list are in registration order; the specific list
  *   of (object, key) and the key's wildcard list are merged by their
- *   hub-wide registration sequence numbers.
+ *   observations' generations, which a hub hands out in registration order.
  * - Values: each callback receives a copy of the change that carries only
  *   the values its options asked for. The copy is rebuilt only when the
  *   options differ from the previous callee's.
@@ -86,7 +86,8 @@ struct delivery {
 };
 
 static inline void
-deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry *entry)
+deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry *entry,
+    ckvo_callback_t callback)
 {
 	uint64_t careful, observation, options, values;
 
@@ -118,7 +119,7 @@ deliver(struct delivery *d, const struct snapshot *snap, const struct ckvo_entry
 		    -(uintptr_t)((values & CKVO_ENTRY_OLD) >> 1));
 		d->view_values = values;
 	}
-	entry->callback(d->view, entry->context);
+	callback(d->view, entry->context);
 }
 
 /* The published list of `slot` and its length at this moment. */
@@ -152,31 +153,52 @@ slot_lookup(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const void *object
 	return ckvo__slotmap_get(&hub->registry.slots, object, info->id);
 }
 
+/* Delivers to the observers of a mixed list (one callback each), in order. Out of line: rare. */
+static __attribute__((noinline)) void
+deliver_list_mixed(struct delivery *d, const struct snapshot *snap)
+{
+	const struct ckvo_entry *items = snap->list->items;
+	const ckvo_callback_t *callbacks = ckvo__list_callbacks(snap->list);
+
+	for (uint32_t i = 0; i < snap->count; i++)
+		deliver(d, snap, &items[i], callbacks[i]);
+}
+
 /* Delivers to the observers of one snapshot, in order. */
-static inline void
+static inline __attribute__((always_inline)) void
 deliver_list(struct delivery *d, const struct snapshot *snap)
 {
 	const struct ckvo_entry *items = snap->list->items;
+	ckvo_callback_t callback = snap->list->callback;
 
+	if (CKVO_UNLIKELY(snap->list->mixed)) {
+		deliver_list_mixed(d, snap);
+		return;
+	}
 	for (uint32_t i = 0; i < snap->count; i++)
-		deliver(d, snap, &items[i]);
+		deliver(d, snap, &items[i], callback);
 }
 
 
-/* The registration sequence number of an entry's observation, cleared or not. */
+/*
+ * The generation of an entry's observation, cleared or not: a hub hands
+ * generations out in registration order (token.c), so they order its
+ * observations as registration does.
+ */
 static inline uint64_t
-entry_seq(const struct ckvo_entry *entry)
+entry_generation(const struct ckvo_entry *entry)
 {
 	uint64_t observation = ck_pr_load_64(&entry->observation);
 
-	return observation == 0 ? 0 : ckvo__entry_observation(observation)->seq;
+	return observation == 0 ? 0 :
+	    ckvo__tag_generation(ck_pr_load_64(&ckvo__entry_observation(observation)->tag));
 }
 
 /*
  * Delivers to the observers of two snapshots, both non-empty, merged by
- * registration sequence (an observation's sequence number never changes;
- * a record is not reused while this dispatch runs). Out of line:
- * a key observed both on one object and on every object is the rare case.
+ * generation (a record keeps its generation until it is reused, and it is
+ * not reused while this dispatch runs). Out of line: a key observed both
+ * on one object and on every object is the rare case.
  */
 static __attribute__((noinline)) void
 deliver_merged(struct delivery *d, const struct snapshot *a, const struct snapshot *b)
@@ -185,15 +207,18 @@ deliver_merged(struct delivery *d, const struct snapshot *a, const struct snapsh
 	uint32_t i = 0, j = 0;
 
 	while (i < a->count && j < b->count) {
-		if (entry_seq(&ea[i]) < entry_seq(&eb[j]))
-			deliver(d, a, &ea[i++]);
-		else
-			deliver(d, b, &eb[j++]);
+		if (entry_generation(&ea[i]) < entry_generation(&eb[j])) {
+			deliver(d, a, &ea[i], ckvo__list_callback(a->list, i));
+			i++;
+		} else {
+			deliver(d, b, &eb[j], ckvo__list_callback(b->list, j));
+			j++;
+		}
 	}
 	for (; i < a->count; i++)
-		deliver(d, a, &ea[i]);
+		deliver(d, a, &ea[i], ckvo__list_callback(a->list, i));
 	for (; j < b->count; j++)
-		deliver(d, b, &eb[j]);
+		deliver(d, b, &eb[j], ckvo__list_callback(b->list, j));
 }
 
 /*
@@ -319,7 +344,8 @@ dispatch_object(ckvo_hub_t *hub, const struct ckvo_keyinfo *info, const ckvo_cha
 		return;
 	}
 	delivery_init(&d, &view, change, prior, allowed, info->id, kind);
-	deliver(&d, &specific, &specific.list->items[0]);
+	/* A mixed list's `callback` is its first entry's too. */
+	deliver(&d, &specific, &specific.list->items[0], specific.list->callback);
 }
 
 /*

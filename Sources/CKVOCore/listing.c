@@ -64,14 +64,22 @@ list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
 		/* The fields below were written before the tag went LIVE (ckvo__registry_add). */
 		ck_pr_fence_load();
 		CKVO_TSAN_ACQUIRE(obs);
+		group = ck_pr_load_ptr(&obs->owner_group);
+		/*
+		 * Once unlinked, the record holds its `origin` where `owner_group`
+		 * was, stored after its state left LIVE (registration.c): the same
+		 * tag after the load means the group was still the one read.
+		 */
+		ck_pr_fence_load();
+		if (ck_pr_load_64(&obs->tag) != tag)
+			continue;
 		if (l->visit != NULL || l->count < l->capacity) {
-			group = ck_pr_load_ptr(&obs->owner_group);
 			ckvo_observation_info_t info = {
 				.token = ckvo__token_of(obs, tag),
 				.key = key,
 				.options = ckvo__tag_options(tag),
 				.owner = group == NULL ? NULL : group->owner,
-				.callback = entry->callback,
+				.callback = ckvo__list_callback(list, i),
 				.context = entry->context,
 			};
 			if (l->visit != NULL)

@@ -49,12 +49,12 @@
 /* --------------------------------------------------------------- groups */
 
 /*
- * ck_hs never shrinks. A set that held more than CKVO_GROUPS_SHRINK groups
- * since it was last sized is sized again once fewer than 1/16 of that peak
- * remain: reset when empty, else rebuilt around what is left (table.c). At
- * least 15/16 of the peak went between two resizes, so the copy is
- * amortized O(1) per removal; a hub whose few groups come and go never
- * reallocates.
+ * ck_hs never shrinks. A set that held more than CKVO_GROUPS_SHRINK entries
+ * (owner groups; objects, by their newest slot) since it was last sized is
+ * sized again once fewer than 1/16 of that peak remain: reset when empty,
+ * else rebuilt around what is left (table.c). At least 15/16 of the peak
+ * went between two resizes, so the copy is amortized O(1) per removal; a
+ * hub whose few entries come and go never reallocates.
  */
 #define CKVO_GROUPS_SHRINK 1024u
 
@@ -150,35 +150,60 @@ owner_group_leave(struct ckvo_registry *registry, struct ckvo_observation *obs)
 	owner_group_drop_if_empty(registry, group);
 }
 
-static struct ckvo_object_group *
-object_group_get(struct ckvo_registry *registry, const void *object, bool create)
+/* The newest slot of `object` (its siblings link the others), or NULL. */
+static struct ckvo_slot *
+object_first_slot(struct ckvo_registry *registry, const void *object)
 {
-	struct ckvo_object_group probe = { .object = object };
-	unsigned long hash = ckvo__group_hash(&registry->objects, object);
-	struct ckvo_object_group *group = ck_hs_get(&registry->objects.hs, hash, &probe);
+	struct ckvo_slot_id probe = { .object = object };
 
-	if (group != NULL || !create)
-		return group;
-	group = calloc(1, sizeof(*group));
-	if (group == NULL)
-		return NULL;
-	group->object = object;
-	if (!ckvo__set_put(&registry->objects, hash, group)) {
-		free(group);
-		return NULL;
-	}
-	groups_added(&registry->objects, &registry->objects_peak);
-	return group;
+	return ck_hs_get(&registry->objects.hs, ckvo__group_hash(&registry->objects, object), &probe);
 }
 
-static void
-object_group_drop_if_empty(struct ckvo_registry *registry, struct ckvo_object_group *group)
+/*
+ * Makes `slot` its object's newest; false (nothing changed) when out of
+ * memory. An object's first slot takes its entry in the set.
+ */
+static bool
+object_slot_add(struct ckvo_registry *registry, struct ckvo_slot *slot)
 {
-	if (group->head != NULL)
+	unsigned long hash = ckvo__group_hash(&registry->objects, slot->id.object);
+	struct ckvo_slot *first = object_first_slot(registry, slot->id.object);
+	void *previous;
+
+	slot->siblings.prev = NULL;
+	slot->siblings.next = first;
+	if (first == NULL) {
+		if (!ckvo__set_put(&registry->objects, hash, slot))
+			return false;
+		groups_added(&registry->objects, &registry->objects_peak);
+		return true;
+	}
+	/* Replaces an entry in place: never allocates, never fails. */
+	(void)ck_hs_fas(&registry->objects.hs, hash, slot, &previous);
+	first->siblings.prev = slot;
+	return true;
+}
+
+/* Takes `slot` out of its object's slots; the object leaves the set with its last one. */
+static void
+object_slot_remove(struct ckvo_registry *registry, struct ckvo_slot *slot)
+{
+	struct ckvo_slot *prev = slot->siblings.prev, *next = slot->siblings.next;
+	unsigned long hash;
+	void *previous;
+
+	if (next != NULL)
+		next->siblings.prev = prev;
+	if (prev != NULL) {
+		prev->siblings.next = next;
 		return;
-	(void)ck_hs_remove(&registry->objects.hs,
-	    ckvo__group_hash(&registry->objects, group->object), group);
-	free(group);
+	}
+	hash = ckvo__group_hash(&registry->objects, slot->id.object);
+	if (next != NULL) {
+		(void)ck_hs_fas(&registry->objects.hs, hash, next, &previous);
+		return;
+	}
+	(void)ck_hs_remove(&registry->objects.hs, hash, slot);
 	groups_removed(&registry->objects, &registry->objects_peak);
 }
 
@@ -194,32 +219,30 @@ slot_find(struct ckvo_registry *registry, struct ckvo_keyinfo *info, const void 
 	return ckvo__slotmap_get(&registry->slots, object, info->id);
 }
 
-/* A new, empty, unpublished slot with a list holding room for one observer. */
+/*
+ * A new, empty, unpublished slot with a list holding room for one observer,
+ * calling `callback`.
+ */
 static struct ckvo_slot *
-slot_create(struct ckvo_keyinfo *info, const void *object)
+slot_create(struct ckvo_keyinfo *info, const void *object, ckvo_callback_t callback)
 {
-	struct ckvo_slot *slot = calloc(1, sizeof(*slot));
+	struct ckvo_slot *slot = calloc(1, CKVO_SLOT_BLOCK_SIZE);
 
 	if (slot == NULL)
 		return NULL;
-	slot->list = ckvo__list_create(0);
-	if (slot->list == NULL) {
-		free(slot);
-		return NULL;
-	}
+	ckvo__list_init_first(slot, callback);
 	slot->id.object = object;
 	slot->id.key = info->id;
-	slot->keyinfo = info;
 	return slot;
 }
 
-/* Makes a filled slot reachable by readers; false (nothing published) when out of memory. */
+/*
+ * Makes a filled slot of key `info` reachable by readers; false (nothing
+ * published) when out of memory.
+ */
 static bool
-slot_publish(struct ckvo_registry *registry, struct ckvo_slot *slot)
+slot_publish(struct ckvo_registry *registry, struct ckvo_keyinfo *info, struct ckvo_slot *slot)
 {
-	struct ckvo_keyinfo *info = slot->keyinfo;
-	struct ckvo_object_group *group;
-
 	CKVO_TSAN_RELEASE(slot);
 	CKVO_TSAN_RELEASE(slot->list);
 	ck_pr_fence_store();
@@ -228,18 +251,13 @@ slot_publish(struct ckvo_registry *registry, struct ckvo_slot *slot)
 		return true;
 	}
 
-	group = object_group_get(registry, slot->id.object, true);
-	if (group == NULL)
+	/* The object's slots first: writers alone read them, so undoing that publishes nothing. */
+	if (!object_slot_add(registry, slot))
 		return false;
 	if (!ckvo__slotmap_put(registry, slot)) {
-		object_group_drop_if_empty(registry, group);
+		object_slot_remove(registry, slot);
 		return false;
 	}
-	slot->group = group;
-	slot->group_next = group->head;
-	if (group->head != NULL)
-		group->head->group_prev = slot;
-	group->head = slot;
 	ckvo__writer_add(&info->object_slots, 1);
 	ck_pr_store_ptr(&info->hint, slot);
 	return true;
@@ -251,30 +269,21 @@ slot_free(ck_epoch_entry_t *entry)
 	free(CKVO_CONTAINER(struct ckvo_slot, retire, entry));
 }
 
-/* Unpublishes an empty slot and retires it with its list. */
+/* Unpublishes an empty slot of key `info` and retires it with its list. */
 static void
-slot_drop(struct ckvo_registry *registry, struct ckvo_slot *slot)
+slot_drop(struct ckvo_registry *registry, struct ckvo_keyinfo *info, struct ckvo_slot *slot)
 {
-	struct ckvo_keyinfo *info = slot->keyinfo;
-
 	if (slot->id.object == NULL) {
 		ck_pr_store_ptr(&info->wildcard, NULL);
 	} else {
-		struct ckvo_object_group *group = slot->group;
-
 		if (ck_pr_load_ptr(&info->hint) == slot)
 			ck_pr_store_ptr(&info->hint, NULL);
 		ckvo__slotmap_remove(registry, slot);
 		ckvo__writer_add(&info->object_slots, -1);
-		if (slot->group_prev != NULL)
-			slot->group_prev->group_next = slot->group_next;
-		else
-			group->head = slot->group_next;
-		if (slot->group_next != NULL)
-			slot->group_next->group_prev = slot->group_prev;
-		object_group_drop_if_empty(registry, group);
+		object_slot_remove(registry, slot);
 	}
-	ckvo__list_retire(registry, slot->list);
+	ckvo__list_drop(registry, slot);
+	/* Overwrites `siblings`: the slot has just left them. */
 	ckvo__retire(registry->garbage, &slot->retire, slot_free);
 }
 
@@ -317,7 +326,8 @@ observation_unlink(struct ckvo_registry *registry, struct ckvo_observation *obs)
 	unsigned int previous = observation_mark_removed(obs);
 	ckvo_options_t options = ckvo__tag_options(obs->tag);
 	struct ckvo_slot *slot = obs->slot;
-	struct ckvo_keyinfo *info = slot->keyinfo;
+	struct ckvo_keyinfo *info = ckvo__key_lookup(registry, slot->id.key);
+	void *context = slot->list->items[obs->index].context;
 
 	if (ckvo__observation_indexed(options))
 		ckvo__identity_remove(registry, obs);
@@ -325,6 +335,15 @@ observation_unlink(struct ckvo_registry *registry, struct ckvo_observation *obs)
 		owner_group_leave(registry, obs);
 
 	ckvo__list_remove(registry, slot, obs);
+	/*
+	 * The fields of a linked observation are free now: they take what its
+	 * release needs. A listing may still be reading `owner_group` where
+	 * `origin` goes: it checks the tag again after that load, and this
+	 * store comes after the REMOVED one above (listing.c).
+	 */
+	obs->context = context;
+	ck_pr_fence_store();
+	ck_pr_store_64(&obs->origin, 0);
 	if (previous == CKVO_STATE_DEFERRED) {
 		/*
 		 * The reader that deferred it counted it in the slot. Uncount it
@@ -335,7 +354,7 @@ observation_unlink(struct ckvo_registry *registry, struct ckvo_observation *obs)
 		ck_pr_dec_64(&slot->deferred);
 	}
 	if (slot->live == 0)
-		slot_drop(registry, slot);
+		slot_drop(registry, info, slot);
 	key_count(info, options, -1);
 	registry->observations--;
 	return previous;
@@ -462,16 +481,13 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 	}
 	tag = ckvo__tag_make(ckvo__tag_generation(obs->tag), options, CKVO_STATE_INSTALLING);
 	ck_pr_store_64(&obs->tag, tag);
-	obs->context = identity->context;
 	obs->release = release;
 	obs->owner_group = NULL;
-	obs->seq = ++registry->next_seq;
-	obs->origin = 0;
 	obs->identity = identity->hash;
 
 	slot = slot_find(registry, info, identity->object);
 	if (slot == NULL)
-		slot = new_slot = slot_create(info, identity->object);
+		slot = new_slot = slot_create(info, identity->object, identity->callback);
 	obs->slot = slot;
 
 	/*
@@ -492,15 +508,14 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 	 */
 	tag = ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_PUBLISHED);
 	ck_pr_store_64(&obs->tag, tag);
-	if (slot == NULL || !ckvo__list_append(registry, slot, obs, identity->callback) ||
-	    (new_slot != NULL && !slot_publish(registry, new_slot))) {
+	if (slot == NULL ||
+	    !ckvo__list_append(registry, slot, obs, identity->callback, identity->context) ||
+	    (new_slot != NULL && !slot_publish(registry, info, new_slot))) {
 		key_count(info, options, -1);
 		if (token != NULL)
 			*token = 0;
-		if (new_slot != NULL) {
-			free(new_slot->list);
-			free(new_slot);
-		}
+		/* Its list is still its first (one entry of room): one block. */
+		free(new_slot);
 		if (group != NULL)
 			owner_group_drop_if_empty(registry, group);
 		/* Never reachable by readers: back to its page at once. */
@@ -651,12 +666,12 @@ ckvo_status_t
 ckvo__registry_remove_object(struct ckvo_registry *registry, const void *object,
     struct ckvo_unlinked *unlinked)
 {
-	struct ckvo_object_group *group;
+	struct ckvo_slot *slot;
 	ckvo_status_t status = CKVO_ENOENT;
 
-	/* Dropping an object's last slot frees its group: the lookup then fails. */
-	while ((group = object_group_get(registry, object, false)) != NULL) {
-		slot_remove_all(registry, group->head, unlinked);
+	/* Dropping an object's last slot takes it out of the set: the lookup then fails. */
+	while ((slot = object_first_slot(registry, object)) != NULL) {
+		slot_remove_all(registry, slot, unlinked);
 		status = CKVO_OK;
 	}
 	return status;

@@ -1,6 +1,6 @@
 /*
  * registry.h — the registry (never installed): observations, their lists,
- * the slot map, keys, identities, owner and object groups, and the token
+ * the slot map, keys, identities, owner groups, the object set, and the token
  * pages that hold the observation records.
  *
  * The shape of a registry
@@ -23,7 +23,9 @@
  * Ownership of memory that readers reach:
  *   registry->slots (slotmap.c) -> struct ckvo_slot (retired when its last
  *                                  observation goes)
- *   slot->list                 -> struct ckvo_list (retired when replaced)
+ *   slot->list                 -> struct ckvo_list (retired when replaced,
+ *                                  or freed with the slot when it is the
+ *                                  slot's first)
  *   list->items[i]             -> struct ckvo_observation (in a token page;
  *                                  handed back when removed, after the entry
  *                                  is cleared in the current list, and reused
@@ -116,17 +118,22 @@ struct ckvo_owner_group;
  * their tokens name: a record whose observation ended goes back to its page
  * for reuse after a grace period, and a page whose records are all back is
  * retired through the epoch, so a reader reaches a record only inside a read
- * section (or under the writer lock). The callback is not stored here:
- * it lives in the observation's list entry, the only place dispatch reads it.
+ * section (or under the writer lock). The callback and the context are not
+ * stored here while the observation is linked: they live in its list entry,
+ * the only place dispatch reads them. 56 bytes: what serves only a linked
+ * observation shares its place with what serves only an unlinked one, and
+ * the generation in the tag orders observations as registration does.
  */
 struct ckvo_observation {
 	uint64_t tag;                /* generation, options, state (atomic) */
 	struct ckvo_slot *slot;      /* set before the observation is live, then fixed */
-	void *context;
 	ckvo_release_t release;
-	struct ckvo_owner_group *owner_group; /* NULL: registered without an owner */
-	uint64_t seq;                /* hub-wide registration order */
-	uint64_t origin;             /* removed by the release at this ticket, or 0 (release.c) */
+	union {
+		/* Linked: NULL when registered without an owner (also read by listing.c). */
+		struct ckvo_owner_group *owner_group;
+		/* Unlinked: removed by the release at this ticket, or 0 (release.c, session.c). */
+		uint64_t origin;
+	};
 	/*
 	 * On registry->deferred while DEFERRED, then on an unlinked chain handed
 	 * back, then in the limbo, then on the release queue, then on its token
@@ -134,16 +141,23 @@ struct ckvo_observation {
 	 */
 	ck_stack_entry_t link;
 	uint32_t id;                 /* index in the token pages, fixed */
-	uint32_t index;              /* position in slot->list (writer-only) */
 	uint32_t owner_index;        /* position in its owner group (writer-only) */
-	uint32_t identity;           /* identity hash (writer-only, see table.c) */
+	union {
+		/* Linked (writer-only). */
+		struct {
+			uint32_t index;      /* position in slot->list */
+			uint32_t identity;   /* identity hash (see table.c) */
+		};
+		/* Unlinked: copied from its list entry for the release (registration.c). */
+		void *context;
+	};
 };
 
 /* ------------------------------------------------------------------- list */
 
 /*
  * Entry bits that carry an observation's options next to its pointer (the
- * records are 8-byte aligned), so an entry is three words.
+ * records are 8-byte aligned), so an entry is two words.
  */
 #define CKVO_ENTRY_NEW ((uint64_t)1)
 #define CKVO_ENTRY_OLD ((uint64_t)2)
@@ -154,13 +168,14 @@ _Static_assert(_Alignof(struct ckvo_observation) >= 8, "record alignment leaves 
 _Static_assert(sizeof(struct ckvo_observation) % 8 == 0, "records in a page must stay 8-aligned");
 
 /*
- * One list entry. The callback and context sit side by side so that a
- * fan-out reads the list sequentially without touching the observations;
- * `observation` is the record's address with the CKVO_ENTRY_* bits of its
- * options, or 0 once the observation is removed (atomic).
+ * One list entry. The context sits beside the observation, and the callback
+ * is the list's (or, in a list of several callbacks, at the same index of
+ * the array behind the entries), so that a fan-out reads the list
+ * sequentially without touching the observations; `observation` is the
+ * record's address with the CKVO_ENTRY_* bits of its options, or 0 once the
+ * observation is removed (atomic).
  */
 struct ckvo_entry {
-	ckvo_callback_t callback;
 	void *context;
 	uint64_t observation;
 };
@@ -176,20 +191,44 @@ ckvo__entry_observation(uint64_t observation)
  * count; readers read `count` once per dispatch and never look past it. A
  * list whose capacity is exhausted, or that holds too many removed entries,
  * is replaced by a compacted copy and retired. Cost is amortized O(1) per
- * registration and removal.
+ * registration and removal. A slot's first list, room for one entry, is
+ * allocated with the slot and goes with it (ckvo__slot_first_list); a
+ * larger one is allocated behind the limbo entry that retires it (list.c).
+ *
+ * Observers of one (object, key) usually share one callback (every Swift
+ * observation has the same trampoline): the list then holds it once, in
+ * `callback`, and its entries are two words. A list whose observations have
+ * several callbacks is `mixed`: an array of `capacity` callbacks follows its
+ * entries, and `callback` is its first entry's, so that a one-observer
+ * dispatch reads one field either way. A list never changes form: an append
+ * that needs the other form replaces the list (list.c).
  */
 struct ckvo_list {
-	ck_epoch_entry_t retire;
 	uint32_t count;    /* published length (atomic) */
 	uint32_t capacity;
 	uint32_t stale;    /* replaced: removals no longer clear entries here (atomic) */
+	uint32_t mixed;    /* one callback per entry (fixed) */
+	ckvo_callback_t callback; /* every entry's, or the first entry's when mixed (fixed) */
 	struct ckvo_entry items[];
 };
+
+/* The callbacks of a mixed list, one per entry. */
+static inline ckvo_callback_t *
+ckvo__list_callbacks(const struct ckvo_list *list)
+{
+	return (ckvo_callback_t *)(uintptr_t)&list->items[list->capacity];
+}
+
+/* The callback of entry `i` of `list`. */
+static inline ckvo_callback_t
+ckvo__list_callback(const struct ckvo_list *list, uint32_t i)
+{
+	return CKVO_LIKELY(!list->mixed) ? list->callback : ckvo__list_callbacks(list)[i];
+}
 
 /* ------------------------------------------------------------------- slot */
 
 struct ckvo_keyinfo;
-struct ckvo_object_group;
 
 /* What the (object, key) → slot map is keyed by. */
 struct ckvo_slot_id {
@@ -197,19 +236,45 @@ struct ckvo_slot_id {
 	ckvo_key_t key;
 };
 
-/* The observers of one (object, key); object == NULL is a key's wildcard slot. */
+/*
+ * The observers of one (object, key); object == NULL is a key's wildcard slot.
+ * `id.object` comes first: registry->objects stores an object's first slot and
+ * hashes and compares it by that field (table.c).
+ */
 struct ckvo_slot {
 	struct ckvo_slot_id id; /* never changes while in the map */
 	struct ckvo_list *list; /* published (atomic) */
 	uint64_t deferred;  /* observations marked DEFERRED, not yet unlinked (atomic) */
 
 	/* Writer-only. */
-	struct ckvo_keyinfo *keyinfo;
 	uint32_t live, dead; /* live and cleared entries in `list` */
-	struct ckvo_object_group *group;
-	struct ckvo_slot *group_prev, *group_next;
-	ck_epoch_entry_t retire;
+	union {
+		/* While published: the other slots of its object, newest first. */
+		struct {
+			struct ckvo_slot *prev, *next;
+		} siblings;
+		/* Once unpublished (slot_drop): its entry in the limbo. */
+		ck_epoch_entry_t retire;
+	};
+	/* Followed, in the same allocation, by its first list (ckvo__slot_first_list). */
 };
+
+/* Bytes of a slot and its first list, one entry long: most slots have one observer. */
+#define CKVO_SLOT_BLOCK_SIZE \
+	(sizeof(struct ckvo_slot) + sizeof(struct ckvo_list) + sizeof(struct ckvo_entry))
+_Static_assert(sizeof(struct ckvo_slot) % _Alignof(struct ckvo_list) == 0,
+    "the first list follows its slot aligned");
+
+/*
+ * The list allocated with `slot`: its list until the first one that outgrows
+ * it, never retired on its own, freed with the slot (whose grace period
+ * covers every reader that can still reach it).
+ */
+static inline struct ckvo_list *
+ckvo__slot_first_list(struct ckvo_slot *slot)
+{
+	return (struct ckvo_list *)(void *)(slot + 1);
+}
 
 /* ---------------------------------------------------------------- slotmap */
 
@@ -254,7 +319,7 @@ struct ckvo_key_array {
 /* ----------------------------------------------------------------- tokens */
 
 /*
- * 16 records a page: one survivor pins 1.2 KB, not a page of 512 (37 KB),
+ * 16 records a page: one survivor pins 960 bytes, not a page of 512 (28 KB),
  * and the directory costs half a byte a record.
  */
 #define CKVO_TOKEN_PAGE_BITS 4
@@ -318,11 +383,6 @@ struct ckvo_owner_group {
 	ck_epoch_entry_t retire;
 };
 
-struct ckvo_object_group {
-	const void *object; /* map key */
-	struct ckvo_slot *head;
-};
-
 /*
  * Observation identities (owner, object, key, callback, context), for
  * duplicate detection: an open-addressing table of record ids + 1, linear
@@ -373,9 +433,8 @@ struct ckvo_registry {
 	struct ckvo_set names;        /* name -> keyinfo (also read lock-free) */
 	struct ckvo_identities identities; /* observation identity -> observation */
 	struct ckvo_set owners;       /* owner -> owner group */
-	struct ckvo_set objects;      /* object -> object group */
-	uint32_t owners_peak, objects_peak; /* most groups since last sized (registration.c) */
-	uint64_t next_seq;
+	struct ckvo_set objects;      /* object -> its newest slot (siblings link the rest) */
+	uint32_t owners_peak, objects_peak; /* most entries since last sized (registration.c) */
 	size_t observations;
 	size_t bytes;                 /* held for this registry's hub, garbage included */
 	struct ckvo_limbo *garbage;   /* where replaced memory waits (the session's) */
@@ -511,12 +570,12 @@ bool ckvo__slotmap_put(struct ckvo_registry *registry, struct ckvo_slot *slot);
 void ckvo__slotmap_remove(struct ckvo_registry *registry, struct ckvo_slot *slot);
 
 /* list.c */
-struct ckvo_list *ckvo__list_create(uint32_t capacity);
+void ckvo__list_init_first(struct ckvo_slot *slot, ckvo_callback_t callback);
 bool ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot,
-    struct ckvo_observation *obs, ckvo_callback_t callback);
+    struct ckvo_observation *obs, ckvo_callback_t callback, void *context);
 void ckvo__list_remove(struct ckvo_registry *registry, struct ckvo_slot *slot,
     struct ckvo_observation *obs);
-void ckvo__list_retire(struct ckvo_registry *registry, struct ckvo_list *list);
+void ckvo__list_drop(struct ckvo_registry *registry, struct ckvo_slot *slot);
 
 /* token.c */
 struct ckvo_observation *ckvo__token_take(struct ckvo_registry *registry);

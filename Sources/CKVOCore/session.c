@@ -70,8 +70,9 @@ retire_unlinked(struct ckvo_hub *hub, struct ckvo_unlinked *unlinked, uint64_t o
 		struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, link, cursor);
 
 		next = cursor->next;
+		/* After the REMOVED state, as in observation_unlink (registration.c). */
 		if (origin != 0)
-			obs->origin = origin;
+			ck_pr_store_64(&obs->origin, origin);
 		hub->retired++;
 		ckvo__retire_parcel(&hub->limbo, cursor);
 	}

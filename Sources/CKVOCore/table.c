@@ -1,6 +1,6 @@
 /*
  * table.c — the ck_hs sets a registry is made of (names, owner groups,
- * object groups), its hashes, and the identity table.
+ * objects), its hashes, and the identity table.
  *
  * Invariants it alone keeps
  * -------------------------
@@ -13,8 +13,8 @@
  *   from the pointer it is given, never from the calling thread.
  * - A replaced map of a shared set (the names, read lock-free by
  *   ckvo_key_find) is retired into the registry's limbo and freed after a
- *   grace period. The group sets are read only by writers, so their
- *   replaced maps are freed at once.
+ *   grace period. The owner and object sets are read only by writers, so
+ *   their replaced maps are freed at once.
  * - Stored objects keep their key fields unchanged while stored, and stay
  *   alive until a grace period after removal where the set is shared,
  *   because ck_hs calls the comparison on other stored objects while
@@ -239,12 +239,13 @@ static bool
 identity_equal(const struct ckvo_observation *obs, const struct ckvo_identity *identity)
 {
 	const struct ckvo_slot *slot = obs->slot;
+	const struct ckvo_entry *entry = &slot->list->items[obs->index];
 	const void *owner = obs->owner_group == NULL ? NULL : obs->owner_group->owner;
 
 	return obs->identity == identity->hash && owner == identity->owner &&
-	    obs->context == identity->context && slot->id.object == identity->object &&
+	    entry->context == identity->context && slot->id.object == identity->object &&
 	    slot->id.key == identity->key &&
-	    slot->list->items[obs->index].callback == identity->callback;
+	    ckvo__list_callback(slot->list, obs->index) == identity->callback;
 }
 
 struct ckvo_observation *
@@ -363,9 +364,9 @@ ckvo__identities_destroy(struct ckvo_registry *registry)
 	memset(&registry->identities, 0, sizeof(registry->identities));
 }
 
-/* ------------------------------------------------- owner / object groups */
+/* ------------------------------------------------- owner groups, objects */
 
-/* Both group types start with the grouping pointer. */
+/* Owner groups and slots (the objects set) both start with the pointer they are found by. */
 static unsigned long
 group_hash(const void *object, unsigned long seed)
 {
@@ -391,7 +392,7 @@ ckvo__group_hash(const struct ckvo_set *set, const void *pointer)
 }
 
 /*
- * Moves the groups of `set` into a new map sized for them and frees the old
+ * Moves the entries of `set` into a new map sized for them and frees the old
  * map at once: only writers ever read these sets, inside the session, so no
  * reader can be probing it. False (and `set` unchanged) when out of memory.
  */
@@ -401,15 +402,15 @@ ckvo__groups_resize(struct ckvo_set *set)
 	ck_hs_iterator_t iterator = CK_HS_ITERATOR_INITIALIZER;
 	unsigned long count = ck_hs_count(&set->hs);
 	ck_hs_t fresh;
-	void *group;
+	void *entry;
 
-	/* Room for twice the groups: ck_hs grows at half full, so no put below allocates. */
+	/* Room for twice the entries: ck_hs grows at half full, so no put below allocates. */
 	if (!ck_hs_init(&fresh, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, group_hash, group_equal,
 	    &hs_allocator, count * 4 < 32 ? 32 : count * 4, set->hs.seed))
 		return false;
-	while (ck_hs_next(&set->hs, &iterator, &group)) {
-		if (!ck_hs_put(&fresh, ckvo__hash_pointer(*(const void *const *)group, fresh.seed),
-		    group)) {
+	while (ck_hs_next(&set->hs, &iterator, &entry)) {
+		if (!ck_hs_put(&fresh, ckvo__hash_pointer(*(const void *const *)entry, fresh.seed),
+		    entry)) {
 			ck_hs_destroy(&fresh);
 			return false;
 		}

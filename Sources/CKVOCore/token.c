@@ -21,6 +21,10 @@
  *   the 2^40 generations are spent (a million registrations a second for
  *   twelve days), ckvo_observe refuses with CKVO_ENOMEM rather than repeat
  *   a token.
+ * - Within one hub, generations grow in the order records are handed out,
+ *   which is registration order (one writer at a time takes a record for
+ *   each registration): dispatch orders two lists' observations by them
+ *   (dispatch.c).
  * - The records live in pages of 16 reached through a directory. A larger
  *   directory copies the page pointers and is published with one store; the
  *   older one is retired through the epoch. A page leaves the directory and
@@ -55,8 +59,8 @@
  *   background reclaimer finds nothing pending. Settling lowers the peak to
  *   what is in flight then and frees the spares beyond what it allows.
  * - Memory held: the live records' pages (at worst one page of 16 for each
- *   live observation, 1.3 KB), the spares (eight after a settle, about
- *   10 KB; until then at most a page per 16 records that were in flight at
+ *   live observation, 960 bytes), the spares (eight after a settle, about
+ *   8 KB; until then at most a page per 16 records that were in flight at
  *   once), the directory (8 bytes per page at the peak) and the stack of
  *   vacant entries (4 bytes per page at the peak); counted in
  *   registry->bytes.

@@ -149,8 +149,9 @@ private var probeCallback: UnsafeRawPointer? { address(ckvots_probe_callback) }
     }
 
     /// Workers observe and unobserve one object while a lister lists it: every listed token is
-    /// one a worker registered for that object, on that key, with its context, and no listing
-    /// counts more observations than can be live at once.
+    /// one a worker registered for that object, on that key, with its context and owner (a
+    /// removed record reuses the owner's place: a listing never reports what it holds then),
+    /// and no listing counts more observations than can be live at once.
     @Test func listingWhileObservationsComeAndGoSeesOnlyRegisteredOnes() {
         let hub = TestHub()
         let key = hub.key("value"), elsewhere = hub.key("elsewhere")
@@ -187,8 +188,8 @@ private var probeCallback: UnsafeRawPointer? { address(ckvots_probe_callback) }
                 var token: ckvo_token_t = 0
                 let object = round % 5 == 0 ? fake(3) : fake(1)  // some elsewhere, never listed
                 let status = ckvo_observe(
-                    raw, object, round % 7 == 0 ? elsewhere : key, CKVO_OPTION_UNIQUE_CONTEXT, nil,
-                    ckvots_probe_callback, probe.context, ckvots_probe_release, &token)
+                    raw, object, round % 7 == 0 ? elsewhere : key, CKVO_OPTION_UNIQUE_CONTEXT,
+                    fake(60 + index), ckvots_probe_callback, probe.context, ckvots_probe_release, &token)
                 precondition(status == CKVO_OK)
                 if object == fake(1) { registered[index].value.append(token) }
                 live.append(token)
@@ -203,6 +204,10 @@ private var probeCallback: UnsafeRawPointer? { address(ckvots_probe_callback) }
         }
 
         let known = Set(registered.flatMap(\.value) + steadyTokens)
+        var owners: [ckvo_token_t: UnsafeRawPointer] = [:]
+        for index in 0..<workers {
+            for token in registered[index].value { owners[token] = fake(60 + index) }
+        }
         let contexts = Set((probes + steady).map(\.context))
         #expect(!listed.value.isEmpty)
         #expect(worst.value <= bound, "a listing counted more than can be live")
@@ -212,6 +217,7 @@ private var probeCallback: UnsafeRawPointer? { address(ckvots_probe_callback) }
             #expect(info.key == key || info.key == elsewhere)
             #expect(contexts.contains(info.context!))
             #expect(address(info.callback) == probeCallback)
+            #expect(info.owner == owners[info.token], "a listed owner is not the registered one")
         }
         let after = listing(hub.raw, fake(1))
         #expect(after.infos.map(\.token) == steadyTokens, "only the steady ones are left")

@@ -3,7 +3,16 @@
 
 import CKVOCore
 import CKVOTestSupport
+import Synchronization
 import Testing
+
+/// Calls through `forwardingCallback`, which is a probe callback under another address.
+private let forwardedCalls = Atomic<Int>(0)
+
+private let forwardingCallback: ckvo_callback_t = { change, context in
+    forwardedCalls.add(1, ordering: .relaxed)
+    ckvots_probe_callback(change, context)
+}
 
 @Suite struct OrderingTests {
     @Test func didChangeNotifiesInRegistrationOrder() {
@@ -84,5 +93,41 @@ import Testing
         hub.did(fake(0), key)
 
         #expect(recorder.order == [1, 3, 0, 1, 2, 3, 4])
+    }
+
+    /// Observers of one (object, key) usually share a callback, and the engine then keeps it once
+    /// for the list; one with another callback changes how the list holds them, not their order,
+    /// through growth, compaction and the merge with the key's observers of every object.
+    @Test func observersWithDifferentCallbacksKeepOneRegistrationOrder() {
+        let hub = TestHub()
+        let key = hub.key("value")
+        let recorder = Recorder()
+        var tokens: [ckvo_token_t] = []
+        let before = forwardedCalls.load(ordering: .relaxed)
+        for id in 0..<36 {
+            tokens.append(
+                hub.mustObserve(
+                    Probe(recorder, id: UInt64(id)), object: fake(0), key: key,
+                    callback: id == 34 ? forwardingCallback : ckvots_probe_callback))
+        }
+        hub.did(fake(0), key)
+        #expect(recorder.order == (0..<36).map(UInt64.init))
+        #expect(forwardedCalls.load(ordering: .relaxed) - before == 1)
+
+        // Enough removals to compact the list, then the one with the other callback.
+        for id in 0..<20 { #expect(hub.unobserve(tokens[id]) == CKVO_OK) }
+        #expect(hub.unobserve(tokens[34]) == CKVO_OK)
+        _ = hub.mustObserve(Probe(recorder, id: 36), object: fake(0), key: key)
+        recorder.clear()
+        hub.did(fake(0), key)
+        #expect(recorder.order == (20..<34).map(UInt64.init) + [35, 36])
+        #expect(forwardedCalls.load(ordering: .relaxed) - before == 1)
+
+        _ = hub.mustObserve(Probe(recorder, id: 100), object: nil, key: key, callback: forwardingCallback)
+        _ = hub.mustObserve(Probe(recorder, id: 37), object: fake(0), key: key)
+        recorder.clear()
+        hub.did(fake(0), key)
+        #expect(recorder.order == (20..<34).map(UInt64.init) + [35, 36, 100, 37])
+        #expect(forwardedCalls.load(ordering: .relaxed) - before == 2)
     }
 }

@@ -37,26 +37,28 @@ final class TestHub {
         return key
     }
 
-    /// Registers `probe` (callback, context and release all come from it).
+    /// Registers `probe` (context and release come from it; the callback too unless another
+    /// one that hands the probe to `ckvots_probe_callback` is given).
     @discardableResult
     func observe(
         _ probe: Probe, object: UnsafeRawPointer?, key: ckvo_key_t, options: ckvo_options_t = 0,
-        owner: UnsafeRawPointer? = nil
+        owner: UnsafeRawPointer? = nil, callback: ckvo_callback_t = ckvots_probe_callback
     ) -> (status: ckvo_status_t, token: ckvo_token_t) {
         retained.append(probe)
         var token: ckvo_token_t = 0
         let status = ckvo_observe(
-            raw, object, key, options, owner, ckvots_probe_callback, probe.context,
-            ckvots_probe_release, &token)
+            raw, object, key, options, owner, callback, probe.context, ckvots_probe_release, &token)
         return (status, token)
     }
 
     /// Registers `probe` and fails the test unless that succeeds; returns the token.
     func mustObserve(
         _ probe: Probe, object: UnsafeRawPointer?, key: ckvo_key_t, options: ckvo_options_t = 0,
-        owner: UnsafeRawPointer? = nil, sourceLocation: SourceLocation = #_sourceLocation
+        owner: UnsafeRawPointer? = nil, callback: ckvo_callback_t = ckvots_probe_callback,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) -> ckvo_token_t {
-        let (status, token) = observe(probe, object: object, key: key, options: options, owner: owner)
+        let (status, token) = observe(
+            probe, object: object, key: key, options: options, owner: owner, callback: callback)
         #expect(status == CKVO_OK, sourceLocation: sourceLocation)
         #expect(token != 0, sourceLocation: sourceLocation)
         return token

@@ -2,7 +2,7 @@
 // observation, by structure"): each object a registration makes, at its real heap footprint —
 // malloc_usable_size plus glibc's 8-byte chunk header — so a field added to a box or a token
 // shows here as the 16 bytes it costs once it crosses a size class. The engine's share (record,
-// list entry, slot, slot-map bucket, group, identity bucket) is measured by
+// list entry, slot, slot-map bucket, objects-set entry, identity bucket) is measured by
 // `make memory-breakdown` (Tools/memory_breakdown.c); the totals by the benchmark's memory rows.
 
 import Foundation
