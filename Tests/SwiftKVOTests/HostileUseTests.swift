@@ -895,7 +895,7 @@ extension HostileUseTests {
     @Test func concurrentFirstResolutionOfFreshClass() throws {
         let objects = (0..<8).map { _ in AtkFresh() }
         let delivered = Atomic<Int>(0)
-        let tokens = Mutex<[ObservationToken]>([])
+        let tokens = LockedState<[ObservationToken]>([])  // a lock ThreadSanitizer sees
         DispatchQueue.concurrentPerform(iterations: 8) { i in
             let object = objects[i]
             var mine: [ObservationToken] = []

@@ -461,7 +461,7 @@ private func text<Value>(_ change: ObservedChange<Value>) -> String {
         }
         // Assignments to one property are serialized, as `@Observed` asks;
         // the changes, their dispatch and the chain's re-linking contend.
-        let writes = Mutex(())
+        let writes = LockedState(0)  // a lock ThreadSanitizer sees, around a state of some size
         runConcurrently(4) { index in
             for step in 0..<2_000 {
                 writes.withLock { _ in
@@ -507,7 +507,7 @@ private func text<Value>(_ change: ObservedChange<Value>) -> String {
                 : try owner.observe(\.wallet?.balance, options: .new) { o, _ in handler(o) }
             // Assignments are serialized (`@Observed` asks it of concurrent
             // writers); the invalidation is not.
-            let writes = Mutex(())
+            let writes = LockedState(0)  // a lock ThreadSanitizer sees, around a state of some size
             runConcurrently(3) { index in
                 var step = 0
                 switch index {

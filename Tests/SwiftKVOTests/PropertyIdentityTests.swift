@@ -71,7 +71,7 @@ final class HelperBuiltTwin: KeyValueObservable, @unchecked Sendable {
 @Suite struct PropertyIdentityTests {
     /// Every handler records what it received, by name.
     final class Received: Sendable {
-        private let log = Mutex<[String]>([])
+        private let log = LockedState<[String]>([])
         func add(_ entry: String) { log.withLock { $0.append(entry) } }
         var entries: [String] { log.withLock { $0 } }
     }
