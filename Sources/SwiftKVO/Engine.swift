@@ -164,6 +164,16 @@ enum Engine {
         }
     }
 
+    /// The byte offset of the stored property `keyPath` names in `object`,
+    /// for readers (the key path probe): read from the key path, so that
+    /// threads reading one object at once take no modifying access to it.
+    @usableFromInline
+    static func readingOffset<Object: AnyObject, Field>(
+        of keyPath: ReferenceWritableKeyPath<Object, Field>, in object: Object
+    ) -> Int {
+        KeyPathShape.storedOffset(of: keyPath) ?? offset(of: keyPath, in: object)
+    }
+
     // MARK: Registration
 
     /// Registers `box` for `key` of `object` (`nil`: every object) and

@@ -43,7 +43,7 @@ enum Probe {
     ///     declares the property.
     ///   - state: The wrapper's setter state (its property, once resolved).
     ///   - offset: The wrapper's byte offset in `object`, computed only for
-    ///     a wrapper not resolved yet (it takes a modifying access).
+    ///     a wrapper not resolved yet (read from the storage's key path).
     ///   - keyPath: The wrapped property's key path: a closure, so that the
     ///     getter's fast path never instantiates the key path (the optimizer
     ///     propagates the literal into the closure, which only this probe calls).
