@@ -186,15 +186,22 @@ enum KeyValueCoding {
         var owner = declared
         for name in names {
             while let optional = owner as? any OptionalValue.Type { owner = optional.wrappedType }
-            guard let ownerClass = owner as? any KeyValueObservable.Type,
-                let declared = ownerClass.observableKeyPaths[name],
-                let link = KeyPathRegistry.rerooted(declared, at: owner)
-            else {
-                throw KVOError(
-                    .unknownKey, detail: "`\(path)`: \(_typeName(owner, qualified: false)) has no key `\(name)`")
-            }
+            guard let link = declaredLink(name, of: owner) else { throw unknown(name, of: owner, in: path) }
             owner = type(of: link).valueType
         }
+    }
+
+    /// The key path the class `owner` declares under `name`, rooted at `owner`.
+    private static func declaredLink(_ name: some StringProtocol, of owner: Any.Type) -> AnyKeyPath? {
+        guard let ownerClass = owner as? any KeyValueObservable.Type,
+            let declared = ownerClass.observableKeyPaths[String(name)]
+        else { return nil }
+        return KeyPathRegistry.rerooted(declared, at: owner)
+    }
+
+    /// `.unknownKey` for `name`, which `owner` does not declare, in `path`.
+    private static func unknown(_ name: some StringProtocol, of owner: Any.Type, in path: String) -> KVOError {
+        KVOError(.unknownKey, detail: "`\(path)`: \(_typeName(owner, qualified: false)) has no key `\(name)`")
     }
 
     private struct CacheKey: Hashable {
@@ -287,10 +294,7 @@ extension KeyValueCoding {
         while true {
             let name = rest.prefix { $0 != "." }
             rest = rest.dropFirst(name.count)
-            guard let ownerClass = owner as? any KeyValueObservable.Type,
-                let declared = ownerClass.observableKeyPaths[String(name)],
-                let link = KeyPathRegistry.rerooted(declared, at: owner)
-            else {
+            guard let link = declaredLink(name, of: owner) else {
                 if let optional = owner as? any OptionalValue.Type, optional.wrappedType is any OptionalValue.Type {
                     // As the typed `\.wallet??.balance`: refused, not unknown.
                     throw KVOError(
@@ -298,8 +302,7 @@ extension KeyValueCoding {
                         detail: "`\(path)`: the link before `\(name)` is optional more than once; it is read "
                             + "and set through by name, not observed")
                 }
-                throw KVOError(
-                    .unknownKey, detail: "`\(path)`: \(_typeName(owner, qualified: false)) has no key `\(name)`")
+                throw unknown(name, of: owner, in: path)
             }
             var next = link
             owner = type(of: link).valueType

@@ -307,9 +307,9 @@ public final class Relay: Sendable {
     /// change, and it is not sent again. An assignment made synchronously
     /// by an observer while a remote value is being assigned counts as part
     /// of it and is not sent either. A local write on another thread that
-    /// races a remote one ends as last writer wins says on every instance:
-    /// a newer local value the remote one overwrote is stored again, and a
-    /// local write sends what the property holds when it is stamped.
+    /// races a remote one ends the same on every instance, by last writer
+    /// wins: a newer local value the remote one overwrote is stored again,
+    /// and a local write sends what the property holds when it is stamped.
     ///
     /// With a state table (``RelayConfiguration/stateTable``, the default),
     /// each value sent is also recorded there in the same transaction, and
