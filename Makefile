@@ -109,7 +109,7 @@ unit-release: deps
 	@echo "== test: release build (allocations per notification, memory bounds at 10 million)"
 	SWIFTKVO_LONG_TESTS=1 $(SWIFT) test -c release -Xswiftc -enable-testing \
 		--scratch-path .build-release-tests --filter AllocationTests --filter MemoryBoundTests \
-		--filter KeyPathShapeTests --filter OptionalLinkShapeTests --filter StoredOffsetTests --filter KeyValueCodingTests \
+		--filter KeyPathShapeTests --filter OptionalLinkShapeTests --filter KeyValueCodingTests \
 		--filter HostileUseTests --filter ComponentAttackTests --filter OptionalLinkAttackTests
 
 test: lint unit unit-fenced tsan asan unit-release relay-test

@@ -153,7 +153,8 @@ enum Engine {
     /// The byte offset of the stored property `keyPath` names in `object`, for
     /// property wrappers whose outlined slow paths reach their storage without
     /// a key path. Inlined, it folds to a constant-offset field address (no key
-    /// path instance is created). Takes a modifying access: writers only.
+    /// path instance is created). Takes a modifying access: writers, and the
+    /// key path probe one thread at a time (`Probe.record`).
     @inlinable @inline(__always)
     static func offset<Object: AnyObject, Field>(
         of keyPath: ReferenceWritableKeyPath<Object, Field>, in object: Object
@@ -162,16 +163,6 @@ enum Engine {
         return withUnsafeMutablePointer(to: &object[keyPath: keyPath]) {
             Int(bitPattern: $0) &- base
         }
-    }
-
-    /// The byte offset of the stored property `keyPath` names in `object`,
-    /// for readers (the key path probe): read from the key path, so that
-    /// threads reading one object at once take no modifying access to it.
-    @usableFromInline
-    static func readingOffset<Object: AnyObject, Field>(
-        of keyPath: ReferenceWritableKeyPath<Object, Field>, in object: Object
-    ) -> Int {
-        KeyPathShape.storedOffset(of: keyPath) ?? offset(of: keyPath, in: object)
     }
 
     // MARK: Registration

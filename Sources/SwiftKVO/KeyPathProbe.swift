@@ -32,6 +32,14 @@ enum Probe {
 
     static let recorder = ThreadLocal<Recorder>()
 
+    /// Serializes the modifying accesses that computing a wrapper's offset
+    /// takes, so that threads first resolving key paths of one object never
+    /// take them at once. (Reading the offset from the storage's key path
+    /// instead would pass that key path on as a value, which makes every
+    /// access to the storage, each set included, check exclusivity at run
+    /// time.)
+    private static let offsetLock = LockedState(0)
+
     @inlinable @inline(__always)
     static var isActive: Bool { activeCount.load(ordering: .relaxed) != 0 }
 
@@ -43,7 +51,8 @@ enum Probe {
     ///     declares the property.
     ///   - state: The wrapper's setter state (its property, once resolved).
     ///   - offset: The wrapper's byte offset in `object`, computed only for
-    ///     a wrapper not resolved yet (read from the storage's key path).
+    ///     a wrapper not resolved yet, and one probe at a time (it takes a
+    ///     modifying access to the wrapper's storage).
     ///   - keyPath: The wrapped property's key path: a closure, so that the
     ///     getter's fast path never instantiates the key path (the optimizer
     ///     propagates the literal into the closure, which only this probe calls).
@@ -56,7 +65,8 @@ enum Probe {
         let property =
             state & SetterState.resolved != 0
             ? SetterState.property(state).takeUnretainedValue()
-            : PropertyRegistry.property(declaredBy: Object.self, storage: Storage.self, offset: offset())
+            : PropertyRegistry.property(
+                declaredBy: Object.self, storage: Storage.self, offset: offsetLock.withLock { _ in offset() })
         recorder.records.append(ProbeRecord(object: object, property: property, keyPath: keyPath()))
     }
 

@@ -81,16 +81,6 @@ enum KeyPathShape {
         }
     }
 
-    /// The byte offset in its object of the class's stored property that
-    /// `keyPath` is (one stored component, `\Account._name`), read from the
-    /// key path: no access to any object; `nil` for any other key path.
-    static func storedOffset(of keyPath: AnyKeyPath) -> Int? {
-        withExtendedLifetime(keyPath) {
-            var reader = ComponentReader(keyPath)
-            return reader.classStoredOffset()
-        }
-    }
-
     /// The one computed component of a property's own key path (`\Account.name`).
     static func singleLink(of keyPath: AnyKeyPath) -> KeyPathLink? {
         guard case .links(let links) = KeyPathShape(of: keyPath), links.count == 1 else { return nil }
@@ -110,7 +100,6 @@ private struct ComponentReader {
     private static let optional: UInt32 = 4
     private static let storedPayloadMask: UInt32 = 0x007F_FFFF
     private static let maximumInlineOffset: UInt32 = 0x007F_FFFC
-    private static let outOfLineOffset: UInt32 = 0x007F_FFFE
     private static let settable: UInt32 = 0x0040_0000
     private static let idKinds: UInt32 = 0x0030_0000
     private static let hasArguments: UInt32 = 0x0008_0000
@@ -220,23 +209,6 @@ private struct ComponentReader {
         }
         guard cursor == end, !links.isEmpty else { return .notObservable("an unreadable key path") }
         return .links(links)
-    }
-
-    /// The offset of a key path that is one class stored component.
-    mutating func classStoredOffset() -> Int? {
-        guard let header = take(UInt32.self), (header >> Self.kindShift) & Self.kindMask == Self.classStored else {
-            return nil
-        }
-        let payload = header & Self.storedPayloadMask
-        let offset: UInt32
-        if payload <= Self.maximumInlineOffset {
-            offset = payload
-        } else if payload == Self.outOfLineOffset, let stored = take(UInt32.self) {
-            offset = stored
-        } else {
-            return nil  // not resolved: never in an instantiated key path
-        }
-        return cursor == end ? Int(offset) : nil
     }
 
     /// The next `T`, or `nil` past the end of the buffer.

@@ -67,7 +67,7 @@ public struct ObservedSet<Element: Hashable> {
             if Probe.isActive {
                 Probe.record(
                     object, storage: Self.self, state: object[keyPath: storageKeyPath].state,
-                    offset: { Engine.readingOffset(of: storageKeyPath, in: object) },
+                    offset: { Engine.offset(of: storageKeyPath, in: object) },
                     keyPath: { wrappedKeyPath })
             }
             if Object.isObservationBridged { ObservationBridge.make(.access, object, { wrappedKeyPath }) }

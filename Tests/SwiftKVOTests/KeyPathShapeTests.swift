@@ -145,32 +145,3 @@ private func refusal(_ keyPath: AnyKeyPath) -> String? {
         #expect(refusal(stored) == "a stored property that is not @Observed")
     }
 }
-
-private final class OffsetPlain {
-    var a = 1
-    var b = "b"
-}
-
-private class OffsetGeneric<T> {
-    var t: T
-    var x = 3
-    init(_ t: T) { self.t = t }
-}
-
-@Suite struct StoredOffsetTests {
-    @Test func aStoredPropertysOffsetIsReadFromItsKeyPathAsItsAddressGivesIt() {
-        let plain = OffsetPlain()
-        #expect(KeyPathShape.storedOffset(of: \OffsetPlain.b) == Engine.offset(of: \OffsetPlain.b, in: plain))
-        #expect(KeyPathShape.storedOffset(of: \OffsetPlain.a) == Engine.offset(of: \OffsetPlain.a, in: plain))
-    }
-
-    @Test func aGenericClasssStoredPropertyIsAComputedComponentWithNoOffsetToRead() {
-        // Its accessors are the runtime's: the probe falls back to the field's address.
-        #expect(KeyPathShape.storedOffset(of: \OffsetGeneric<UInt8>.x) == nil)
-    }
-
-    @Test func anythingButOneStoredPropertyHasNoOffset() {
-        #expect(KeyPathShape.storedOffset(of: \OffsetPlain.b.count) == nil)
-        #expect(KeyPathShape.storedOffset(of: \ShapeWallet.balance) == nil)  // a wrapper's computed accessors
-    }
-}
