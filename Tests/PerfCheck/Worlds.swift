@@ -56,6 +56,27 @@ final class Subject: KeyValueObservable {
     static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Subject.value] }
 }
 
+/// A loop that sets `objects`' values in turn, one object per operation.
+/// The loop borrows each object (no reference count touched), so that one
+/// operation counts the setter alone.
+func roundRobinSetLoop<Object: SettableValue>(_ objects: [Object]) -> (Int) -> Void {
+    precondition(objects.count == 64, "the loop picks objects by the index's low 6 bits")
+    let borrowed = objects.map(Unmanaged.passUnretained)
+    return { n in
+        withExtendedLifetime(objects) {
+            for i in 0..<n { borrowed[i & 63]._withUnsafeGuaranteedRef { $0.value = i } }
+        }
+    }
+}
+
+/// What `roundRobinSetLoop` sets.
+protocol SettableValue: AnyObject, SendableMetatype {
+    var value: Int { get set }
+}
+
+extension Subject: SettableValue {}
+extension Quiet: SettableValue {}
+
 /// A class of its own that nothing ever observes.
 final class Quiet: KeyValueObservable {
     let kvoRegistrar = KVORegistrar()
