@@ -230,6 +230,21 @@ func liveObservations(of name: NotificationHub.Name) -> Int {
         hub.removeObserver(observer)
     }
 
+    /// The hub's table of observers gives its room back: once 20,000
+    /// observers are removed it has room for a small fraction of them
+    /// (other suites' observers may still be filed meanwhile).
+    @Test func removingManyObserversGivesTheHubsTableItsRoomBack() throws {
+        let hub = NotificationHub.default
+        let name = uniqueName()
+        let observers = (0..<20_000).map { _ in Observer() }
+        for observer in observers { try hub.addObserver(observer, name: name) { _, _ in } }
+        let peak = NotificationHub.tableCapacity
+        #expect(peak >= observers.count)
+        for observer in observers { #expect(hub.removeObserver(observer) == 1) }
+        let after = NotificationHub.tableCapacity
+        #expect(after * 8 <= peak, "room for \(after) observers left of \(peak)")
+    }
+
     @Test func aNotificationKeptByABlockKeepsItsSenderAliveAfterThePost() throws {
         let hub = NotificationHub.default
         let name = uniqueName()
