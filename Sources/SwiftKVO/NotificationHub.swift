@@ -257,8 +257,11 @@ public struct NotificationHub: Sendable {
     /// The capacity below which the table is never rebuilt smaller.
     private static let minimumShrinkCapacity = 96
 
-    /// How many observers the hub's table has room for (tests).
-    static var tableCapacity: Int { table.withLock { $0.entries.capacity } }
+    /// How many observers the hub's table files, and how many it has room
+    /// for, read at one moment (tests).
+    static var tableOccupancy: (count: Int, capacity: Int) {
+        table.withLock { ($0.entries.count, $0.entries.capacity) }
+    }
 
     /// Whether the observer `filed` is under died (the caller's observer
     /// reuses its memory); if so, its entries' tokens are added to `dead`.

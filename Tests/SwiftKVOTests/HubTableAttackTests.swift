@@ -62,7 +62,7 @@ private final class Ship: KeyValueObservable, @unchecked Sendable {
         from peak: Int, ours: Int, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         guard peak < ours * 3 else { return }
-        #expect(NotificationHub.tableCapacity < peak, "the table did not shrink", sourceLocation: sourceLocation)
+        #expect(NotificationHub.tableOccupancy.capacity < peak, "the table did not shrink", sourceLocation: sourceLocation)
     }
 
     // MARK: Reused addresses
@@ -167,7 +167,7 @@ private final class Ship: KeyValueObservable, @unchecked Sendable {
                 try hub.addObserver(observer, name: n2, object: a) { _, _ in fired.increment() },
             ])
         }
-        let peak = NotificationHub.tableCapacity
+        let peak = NotificationHub.tableOccupancy.capacity
         // Remove most observers entirely so the table shrinks under the rest.
         let kept = 20
         for observer in observers[kept...] { #expect(hub.removeObserver(observer) == 4) }
@@ -213,7 +213,7 @@ private final class Ship: KeyValueObservable, @unchecked Sendable {
         let registrations = try observers.map { observer in
             try (0..<2).map { _ in try hub.addObserver(observer, name: name) { _, _ in fired.increment() } }
         }
-        let peak = NotificationHub.tableCapacity
+        let peak = NotificationHub.tableOccupancy.capacity
         for pair in registrations {
             #expect(hub.removeObserver(pair[1]) == true)
             #expect(hub.removeObserver(pair[0]) == true)
@@ -354,7 +354,7 @@ private final class Ship: KeyValueObservable, @unchecked Sendable {
             }
             own.withLock { $0 = registration }
         }
-        let peak = NotificationHub.tableCapacity
+        let peak = NotificationHub.tableOccupancy.capacity
         hub.post(name: name)
         hub.post(name: name)
         #expect(calls.count == observers.count)
