@@ -108,10 +108,11 @@ public struct NotificationHub: Sendable {
         public let filtersSender: Bool
     }
 
-    /// One registration in the hub's table: its name's key and its sender
-    /// filter's address (0 for any sender).
+    /// One registration in the hub's table: its token, its name's key and its
+    /// sender filter's address (0 for any sender). Its observer's address is
+    /// where it is filed.
     private struct Entry {
-        let registration: Registration
+        let token: EngineToken
         let objectAddress: UInt
         let key: EngineKey
     }
@@ -132,14 +133,14 @@ public struct NotificationHub: Sendable {
 
         var entries: [Entry] { [first] + rest }
 
-        func contains(_ registration: Registration) -> Bool {
-            first.registration == registration || rest.contains { $0.registration == registration }
+        func contains(_ token: EngineToken) -> Bool {
+            first.token == token || rest.contains { $0.token == token }
         }
 
         /// Every entry's token, without building an array of the entries.
         func forEachToken(_ body: (EngineToken) -> Void) {
-            body(first.registration.token)
-            for entry in rest { body(entry.registration.token) }
+            body(first.token)
+            for entry in rest { body(entry.token) }
         }
 
         /// The entries `keep` accepts, refiled under the same observer (dead
@@ -201,10 +202,8 @@ public struct NotificationHub: Sendable {
     ) throws(KVOError) -> Registration {
         let (token, key) = try register(box, name: name, sender: sender)
         let address = Engine.address(of: observer)
-        let registration = Registration(token: token, observerAddress: address)
         let entry = Entry(
-            registration: registration, objectAddress: sender.object.map { Engine.address(of: $0) } ?? 0,
-            key: key)
+            token: token, objectAddress: sender.object.map { Engine.address(of: $0) } ?? 0, key: key)
         var dead: [EngineToken] = []
         Self.table.withLock { table in
             Self.file(entry, of: observer, in: &table.entries[address], dead: &dead)
@@ -219,7 +218,7 @@ public struct NotificationHub: Sendable {
         // meets it; one that no post reaches (its sender died, or nobody
         // posts the name again) is removed here.
         for token in dead { Engine.unobserve(token) }
-        return registration
+        return Registration(token: token, observerAddress: address)
     }
 
     /// Adds `entry` to `observer`'s registrations (edited in place). The
@@ -346,7 +345,7 @@ public struct NotificationHub: Sendable {
         // Entries of a dead observer whose memory `observer` reuses are not
         // its registrations: removed, not counted.
         for token in dead { Engine.unobserve(token) }
-        return entries.count { Engine.unobserve($0.registration.token) == nil }
+        return entries.count { Engine.unobserve($0.token) == nil }
     }
 
     /// The registrations `observer` has with the hub (those added with
@@ -364,7 +363,8 @@ public struct NotificationHub: Sendable {
         return entries.compactMap { entry in
             Name(engineKey: entry.key).map {
                 ObserverRegistration(
-                    registration: entry.registration, name: $0, filtersSender: entry.objectAddress != 0)
+                    registration: Registration(token: entry.token, observerAddress: address), name: $0,
+                    filtersSender: entry.objectAddress != 0)
             }
         }
     }
@@ -390,7 +390,7 @@ public struct NotificationHub: Sendable {
             table.entries[address] = filed.keeping { entry in
                 guard key != 0, entry.key == key, objectAddress == nil || entry.objectAddress == objectAddress
                 else { return true }
-                removed.append(entry.registration.token)
+                removed.append(entry.token)
                 return false
             }
         }
@@ -409,8 +409,8 @@ public struct NotificationHub: Sendable {
             // Filed under its observer's address, unless the observer died
             // and another took the address (then that one's entries are there).
             let address = registration.observerAddress
-            guard let filed = table.entries[address], filed.contains(registration) else { return }
-            table.entries[address] = filed.keeping { $0.registration != registration }
+            guard let filed = table.entries[address], filed.contains(registration.token) else { return }
+            table.entries[address] = filed.keeping { $0.token != registration.token }
             Self.shrinkIfSparse(&table)
         }
         return removed
