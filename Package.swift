@@ -126,7 +126,7 @@ let package = Package(
         .target(name: "IsolatedRunSupport", path: "Tests/IsolatedRunSupport"),
         .testTarget(
             name: "SwiftKVOTests",
-            dependencies: ["SwiftKVO", "SwiftKVOTestSupport", "IsolatedRunSupport"],
+            dependencies: ["SwiftKVO", "CKVOCore", "SwiftKVOTestSupport", "IsolatedRunSupport"],
             path: "Tests/SwiftKVOTests"
         ),
         // The README's Swift quick start, run by `make quickstart`.

@@ -35,7 +35,7 @@ struct SwiftKVOCPeer: FixtureFactories {
         /// One observation of object `object` with a context unique within the hub.
         @discardableResult
         func observe(object: Int, context: Int) -> ckvo_token_t {
-            var token: ckvo_token_t = 0
+            var token = ckvo_token_t()
             let status = ckvo_observe(
                 hub, objects + object, key, ckvo_options_t(CKVO_OPTION_NEW), nil,
                 cbench_ckvo_callback, UnsafeMutableRawPointer(bitPattern: context), nil, &token)
@@ -149,7 +149,7 @@ extension SwiftKVOCPeer {
         init() {
             // The hub is not empty: another key on the same object is observed.
             let other = ckvo_key_intern(world.hub, "other", nil)
-            var token: ckvo_token_t = 0
+            var token = ckvo_token_t()
             _ = ckvo_observe(
                 world.hub, world.objects, other, 0, nil, cbench_ckvo_callback, nil, nil, &token)
         }

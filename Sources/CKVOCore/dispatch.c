@@ -31,6 +31,7 @@
  *   compares, and only the object's list is visited. A wildcard slot sends
  *   the dispatch to an out-of-line path that merges both lists.
  */
+#include "counters.h"
 #include "engine.h"
 
 /* Which values a callee may receive, given the change. */
@@ -181,17 +182,22 @@ deliver_list(struct delivery *d, const struct snapshot *snap)
 
 
 /*
- * The generation of an entry's observation, cleared or not: a hub hands
- * generations out in registration order (token.c), so they order its
- * observations as registration does.
+ * Whether entry `a` goes before entry `b`: a cleared entry first (it calls
+ * nothing, and it cannot hold back one registered after it), else by
+ * generation, which a hub hands out in registration order (token.c).
  */
-static inline uint64_t
-entry_generation(const struct ckvo_entry *entry)
+static inline bool
+entry_before(const struct ckvo_entry *a, const struct ckvo_entry *b)
 {
-	uint64_t observation = ck_pr_load_64(&entry->observation);
+	uint64_t oa = ck_pr_load_64(&a->observation), ob;
 
-	return observation == 0 ? 0 :
-	    ckvo__tag_generation(ck_pr_load_64(&ckvo__entry_observation(observation)->tag));
+	if (oa == 0)
+		return true;
+	ob = ck_pr_load_64(&b->observation);
+	if (ob == 0)
+		return false;
+	return ckvo__counter_before(ck_pr_load_64(&ckvo__entry_observation(oa)->generation),
+	    ck_pr_load_64(&ckvo__entry_observation(ob)->generation));
 }
 
 /*
@@ -207,7 +213,7 @@ deliver_merged(struct delivery *d, const struct snapshot *a, const struct snapsh
 	uint32_t i = 0, j = 0;
 
 	while (i < a->count && j < b->count) {
-		if (entry_generation(&ea[i]) < entry_generation(&eb[j])) {
+		if (entry_before(&ea[i], &eb[j])) {
 			deliver(d, a, &ea[i], ckvo__list_callback(a->list, i));
 			i++;
 		} else {
@@ -473,7 +479,7 @@ ckvo_token_is_live(ckvo_hub_t *hub, ckvo_token_t token)
 	struct ckvo_observation *obs;
 	uint64_t tag = 0;
 
-	if (CKVO_UNLIKELY(hub == NULL || token == 0))
+	if (CKVO_UNLIKELY(hub == NULL || ckvo_token_is_none(token)))
 		return false;
 	record = ckvo__thread_record();
 	if (CKVO_UNLIKELY(record == NULL))

@@ -75,7 +75,7 @@ list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
 			continue;
 		if (l->visit != NULL || l->count < l->capacity) {
 			ckvo_observation_info_t info = {
-				.token = ckvo__token_of(obs, tag),
+				.token = ckvo__token_of(obs),
 				.key = key,
 				.options = ckvo__tag_options(tag),
 				.owner = group == NULL ? NULL : group->owner,

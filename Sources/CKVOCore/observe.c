@@ -68,7 +68,7 @@ ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo_key_t key, ckvo_options_t
 		    token);
 	if (status == CKVO_EEXIST) {
 		if (token != NULL)
-			*token = ckvo__token_of(obs, obs->tag);
+			*token = ckvo__token_of(obs);
 		ckvo__session_commit(hub, NULL);
 		return status;
 	}

@@ -479,7 +479,7 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 			owner_group_drop_if_empty(registry, group);
 		return CKVO_ENOMEM;
 	}
-	tag = ckvo__tag_make(ckvo__tag_generation(obs->tag), options, CKVO_STATE_INSTALLING);
+	tag = ckvo__tag_with(obs->tag, options, CKVO_STATE_INSTALLING);
 	ck_pr_store_64(&obs->tag, tag);
 	obs->release = release;
 	obs->owner_group = NULL;
@@ -496,7 +496,7 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 	 * has_observers is never falsely negative.
 	 */
 	if (token != NULL)
-		*token = ckvo__token_of(obs, tag);
+		*token = ckvo__token_of(obs);
 	key_count(info, options, 1);
 	/*
 	 * From the append on, a dispatch may call the observation, and its
@@ -506,14 +506,14 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 	 * hand the token to a callback, so the failure path below never meets
 	 * a deferral.
 	 */
-	tag = ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_PUBLISHED);
+	tag = ckvo__tag_with(tag, options, CKVO_STATE_PUBLISHED);
 	ck_pr_store_64(&obs->tag, tag);
 	if (slot == NULL ||
 	    !ckvo__list_append(registry, slot, obs, identity->callback, identity->context) ||
 	    (new_slot != NULL && !slot_publish(registry, info, new_slot))) {
 		key_count(info, options, -1);
 		if (token != NULL)
-			*token = 0;
+			*token = (ckvo_token_t)CKVO_TOKEN_NONE_INITIALIZER;
 		/* Its list is still its first (one entry of room): one block. */
 		free(new_slot);
 		if (group != NULL)
@@ -541,7 +541,7 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 	CKVO_TSAN_RELEASE(obs);
 	ck_pr_fence_store();
 	(void)ck_pr_cas_64(&obs->tag, tag,
-	    ckvo__tag_make(ckvo__tag_generation(tag), options, CKVO_STATE_LIVE));
+	    ckvo__tag_with(tag, options, CKVO_STATE_LIVE));
 	return CKVO_OK;
 }
 

@@ -71,18 +71,18 @@ enum ckvo_state {
 };
 
 /*
- * An observation's tag: generation << 24 | options << 8 | state. One word,
- * so that a reader's compare-and-swap to DEFERRED (ckvo_unobserve_deferred)
- * can only hit the generation its token names. A generation is 40 bits,
- * drawn from one process-wide sequence (token.c), never from the record.
+ * An observation's tag: check << 24 | options << 8 | state, where the check
+ * is the low 40 bits of the record's generation. One word, so that a
+ * reader's compare-and-swap to DEFERRED (ckvo_unobserve_deferred) can only
+ * hit the use of the record it looked up: the check and the full 64-bit
+ * generation beside it (obs->generation) both name it, and a record is not
+ * reused while a reader that looked it up is still in its section (token.c).
  */
 #define CKVO_TAG_STATE_MASK 0xffu
 #define CKVO_TAG_OPTIONS_SHIFT 8
-#define CKVO_TAG_GENERATION_SHIFT 24
-#define CKVO_GENERATION_BITS 40
-_Static_assert(CKVO_TAG_GENERATION_SHIFT + CKVO_GENERATION_BITS == 64, "a tag is one word");
-_Static_assert((CKVO_OPTIONS_ALL >> (CKVO_TAG_GENERATION_SHIFT - CKVO_TAG_OPTIONS_SHIFT)) == 0,
-    "options fit below the generation");
+#define CKVO_TAG_CHECK_SHIFT 24
+_Static_assert((CKVO_OPTIONS_ALL >> (CKVO_TAG_CHECK_SHIFT - CKVO_TAG_OPTIONS_SHIFT)) == 0,
+    "options fit below the check");
 
 static inline unsigned int
 ckvo__tag_state(uint64_t tag)
@@ -94,19 +94,21 @@ static inline ckvo_options_t
 ckvo__tag_options(uint64_t tag)
 {
 	return (ckvo_options_t)((uint32_t)tag >> CKVO_TAG_OPTIONS_SHIFT) &
-	    ((1u << (CKVO_TAG_GENERATION_SHIFT - CKVO_TAG_OPTIONS_SHIFT)) - 1);
+	    ((1u << (CKVO_TAG_CHECK_SHIFT - CKVO_TAG_OPTIONS_SHIFT)) - 1);
 }
 
+/* The tag bits that a record's generation `generation` puts in its tag. */
 static inline uint64_t
-ckvo__tag_generation(uint64_t tag)
+ckvo__tag_check(uint64_t generation)
 {
-	return tag >> CKVO_TAG_GENERATION_SHIFT;
+	return generation << CKVO_TAG_CHECK_SHIFT;
 }
 
+/* `tag` with `options` and `state` in place of its own: the same use of the record. */
 static inline uint64_t
-ckvo__tag_make(uint64_t generation, ckvo_options_t options, unsigned int state)
+ckvo__tag_with(uint64_t tag, ckvo_options_t options, unsigned int state)
 {
-	return ((uint64_t)generation << CKVO_TAG_GENERATION_SHIFT) |
+	return (tag & ~(((uint64_t)1 << CKVO_TAG_CHECK_SHIFT) - 1)) |
 	    ((uint64_t)options << CKVO_TAG_OPTIONS_SHIFT) | state;
 }
 
@@ -120,12 +122,14 @@ struct ckvo_owner_group;
  * retired through the epoch, so a reader reaches a record only inside a read
  * section (or under the writer lock). The callback and the context are not
  * stored here while the observation is linked: they live in its list entry,
- * the only place dispatch reads them. 56 bytes: what serves only a linked
- * observation shares its place with what serves only an unlinked one, and
- * the generation in the tag orders observations as registration does.
+ * the only place dispatch reads them. What serves only a linked
+ * observation shares its place with what serves only an unlinked one. 64
+ * bytes: a record holds its 64-bit generation, which orders observations as
+ * registration does and names this use of the record in its token.
  */
 struct ckvo_observation {
-	uint64_t tag;                /* generation, options, state (atomic) */
+	uint64_t tag;                /* check, options, state (atomic) */
+	uint64_t generation;         /* this use's; stored before the tag (atomic) */
 	struct ckvo_slot *slot;      /* set before the observation is live, then fixed */
 	ckvo_release_t release;
 	union {
@@ -324,9 +328,8 @@ struct ckvo_key_array {
  */
 #define CKVO_TOKEN_PAGE_BITS 4
 #define CKVO_TOKEN_PAGE_SIZE (1u << CKVO_TOKEN_PAGE_BITS)
-/* A token is generation << CKVO_TOKEN_INDEX_BITS | record index (token.c). */
-#define CKVO_TOKEN_INDEX_BITS CKVO_TAG_GENERATION_SHIFT
-#define CKVO_TOKEN_PAGES_MAX (1u << (CKVO_TOKEN_INDEX_BITS - CKVO_TOKEN_PAGE_BITS))
+/* A token is (generation, record index); the index is 32 bits (token.c). */
+#define CKVO_TOKEN_PAGES_MAX ((uint32_t)1 << (32 - CKVO_TOKEN_PAGE_BITS))
 /* Empty token pages a hub keeps for reuse at least (token.c): churn's records in flight. */
 #define CKVO_TOKEN_SPARE_PAGES 8u
 /* Generations a hub takes from the process-wide sequence at once. */
@@ -580,7 +583,7 @@ void ckvo__list_drop(struct ckvo_registry *registry, struct ckvo_slot *slot);
 /* token.c */
 struct ckvo_observation *ckvo__token_take(struct ckvo_registry *registry);
 void ckvo__token_return(struct ckvo_registry *registry, struct ckvo_observation *obs);
-ckvo_token_t ckvo__token_of(const struct ckvo_observation *obs, uint64_t tag);
+ckvo_token_t ckvo__token_of(const struct ckvo_observation *obs);
 struct ckvo_observation *ckvo__token_find(struct ckvo_registry *registry, ckvo_token_t token,
     uint64_t *tag);
 struct ckvo_observation *ckvo__token_record(struct ckvo_registry *registry, uint32_t id);

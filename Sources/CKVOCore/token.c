@@ -3,8 +3,8 @@
  * is handed out for a new observation and given back, after its release,
  * for the next one.
  *
- * A token is (generation << 24) | index, where index is the position of the
- * observation's record in the hub's token pages and generation a 40-bit
+ * A token is (generation, index), where index is the position of the
+ * observation's record in the hub's token pages and generation a 64-bit
  * number drawn, when the record is handed out, from one sequence shared by
  * every hub of the process (SPEC §2.21). Hubs take the sequence in blocks of
  * CKVO_GENERATION_BLOCK, so handing a record out costs no atomic operation
@@ -12,19 +12,19 @@
  *
  * Invariants it alone keeps
  * -------------------------
- * - No two registrations in the process, in any hub, ever get the same
- *   generation: the sequence only grows, and a hub's block is its own. A
- *   token therefore names one observation of one hub for the life of the
- *   process. Given to another hub, or to a hub created after its own was
- *   destroyed, it meets a record whose generation differs (or no record),
- *   and is unknown there. The sequence starts at 1, so no token is 0. When
- *   the 2^40 generations are spent (a million registrations a second for
- *   twelve days), ckvo_observe refuses with CKVO_ENOMEM rather than repeat
- *   a token.
- * - Within one hub, generations grow in the order records are handed out,
+ * - No two registrations in the process, in any hub, get the same
+ *   generation while the sequence lasts: it only grows, and a hub's block
+ *   is its own. A token therefore names one observation of one hub. Given
+ *   to another hub, or to a hub created after its own was destroyed, it
+ *   meets a record whose generation differs (or no record), and is unknown
+ *   there. Nothing is spent (SPEC §2.22): at one generation per nanosecond
+ *   the sequence wraps after 584 years, and then it skips 0 (never a valid
+ *   generation) and goes on; so no registration fails for lack of tokens.
+ *   (CKVO_COUNTERS_NEAR_END starts it 2^16 before the wrap: counters.h.)
+  * - Within one hub, generations grow in the order records are handed out,
  *   which is registration order (one writer at a time takes a record for
- *   each registration): dispatch orders two lists' observations by them
- *   (dispatch.c).
+ *   each registration): dispatch orders two lists' observations by them,
+ *   with ckvo__counter_before, which holds across the wrap (dispatch.c).
  * - The records live in pages of 16 reached through a directory. A larger
  *   directory copies the page pointers and is published with one store; the
  *   older one is retired through the epoch. A page leaves the directory and
@@ -32,10 +32,12 @@
  *   reader that looks a token up outside the writer lock does so inside a
  *   read section, which keeps the directory and page it loads alive; a
  *   record's address never changes while its page lives.
- * - A record is found by token only while its tag carries the token's
- *   generation. A reader compares the generation, and acts on the state,
- *   from one load of the tag; a compare-and-swap on the tag with that value
- *   (ckvo_unobserve_deferred) cannot touch a later generation.
+ * - A record is found by token only while its generation is the token's.
+ *   The generation is stored before the tag that goes with it, and a reader
+ *   loads the tag first: a tag whose check matches, followed by the token's
+ *   generation, is that use's tag. It acts on the state from that one load;
+ *   a compare-and-swap on the tag with that value (ckvo_unobserve_deferred)
+ *   cannot touch a later use (below: no reuse while it reads).
  * - A record is reused only after a grace period following its removal,
  *   and removal moves its state to REMOVED first. So a reader that finds it
  *   LIVE or DEFERRED loaded the tag before the removal, inside a section
@@ -65,9 +67,11 @@
  *   vacant entries (4 bytes per page at the peak); counted in
  *   registry->bytes.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "counters.h"
 #include "registry.h"
 
 static void
@@ -195,7 +199,7 @@ page_create(struct ckvo_registry *registry, struct ckvo_tokens *tokens)
 		struct ckvo_observation *obs = &page->records[i];
 
 		obs->id = (number << CKVO_TOKEN_PAGE_BITS) | i;
-		obs->tag = ckvo__tag_make(0, 0, CKVO_STATE_REMOVED);
+		obs->tag = CKVO_STATE_REMOVED; /* generation 0: no token finds it */
 		obs->link.next = page->free;
 		page->free = &obs->link;
 	}
@@ -221,23 +225,33 @@ record_poison(struct ckvo_observation *obs)
 	    sizeof(*obs) - offsetof(struct ckvo_observation, link) - sizeof(obs->link));
 }
 
-/* The process-wide sequence of generations; the next block starts here. */
-static uint64_t generation_sequence = 1;
+/* The process-wide sequence of generations; the next block starts here (0: not begun). */
+static uint64_t generation_sequence;
+static pthread_once_t generation_once = PTHREAD_ONCE_INIT;
 
-/* The next generation of this hub, or 0 once the process has spent them all. */
+static void
+generation_sequence_init(void)
+{
+	ck_pr_store_64(&generation_sequence, ckvo__counter_start(1));
+}
+
+/* The next generation of this hub: never 0, unique in the process until the sequence wraps. */
 static uint64_t
 generation_take(struct ckvo_tokens *tokens)
 {
-	if (CKVO_UNLIKELY(tokens->generation_next == tokens->generation_end)) {
-		/* Atomic: writers of other hubs take blocks concurrently. */
-		uint64_t base = ck_pr_faa_64(&generation_sequence, CKVO_GENERATION_BLOCK);
+	uint64_t generation;
 
-		if (base + CKVO_GENERATION_BLOCK > ((uint64_t)1 << CKVO_GENERATION_BITS))
-			return 0;
-		tokens->generation_next = base;
-		tokens->generation_end = base + CKVO_GENERATION_BLOCK;
-	}
-	return tokens->generation_next++;
+	do {
+		if (CKVO_UNLIKELY(tokens->generation_next == tokens->generation_end)) {
+			(void)pthread_once(&generation_once, generation_sequence_init);
+			/* Atomic: writers of other hubs take blocks concurrently. */
+			tokens->generation_next =
+			    ck_pr_faa_64(&generation_sequence, CKVO_GENERATION_BLOCK);
+			tokens->generation_end = tokens->generation_next + CKVO_GENERATION_BLOCK;
+		}
+		generation = tokens->generation_next++;
+	} while (CKVO_UNLIKELY(generation == 0));
+	return generation;
 }
 
 struct ckvo_observation *
@@ -246,10 +260,8 @@ ckvo__token_take(struct ckvo_registry *registry)
 	struct ckvo_tokens *tokens = &registry->tokens;
 	struct ckvo_token_page *page = tokens->free_pages;
 	struct ckvo_observation *obs;
-	uint64_t generation = generation_take(tokens);
+	uint64_t generation;
 
-	if (generation == 0)
-		return NULL;
 	if (page == NULL) {
 		page = page_create(registry, tokens);
 		if (page == NULL)
@@ -264,10 +276,14 @@ ckvo__token_take(struct ckvo_registry *registry)
 		spare_remove(tokens, page);
 	tokens->out++;
 	/*
-	 * A reader holding an old token may load the tag, and finds the new
-	 * generation; nothing else of the record is reachable until it is live.
+	 * A reader holding an old token may load the tag, and then the
+	 * generation, which is the new one by then; nothing else of the record
+	 * is reachable until it is live.
 	 */
-	ck_pr_store_64(&obs->tag, ckvo__tag_make(generation, 0, CKVO_STATE_INSTALLING));
+	generation = generation_take(tokens);
+	ck_pr_store_64(&obs->generation, generation);
+	ck_pr_fence_store();
+	ck_pr_store_64(&obs->tag, ckvo__tag_check(generation) | CKVO_STATE_INSTALLING);
 	return obs;
 }
 
@@ -323,8 +339,7 @@ ckvo__token_return(struct ckvo_registry *registry, struct ckvo_observation *obs)
 	if (flight > tokens->flight_peak)
 		tokens->flight_peak = flight;
 	tokens->out--;
-	ck_pr_store_64(&obs->tag,
-	    ckvo__tag_make(ckvo__tag_generation(obs->tag), 0, CKVO_STATE_REMOVED));
+	ck_pr_store_64(&obs->tag, ckvo__tag_with(obs->tag, 0, CKVO_STATE_REMOVED));
 	if (page->free == NULL)
 		free_pages_add(tokens, page);
 	obs->link.next = page->free;
@@ -355,9 +370,9 @@ ckvo__tokens_settle(struct ckvo_registry *registry)
 }
 
 ckvo_token_t
-ckvo__token_of(const struct ckvo_observation *obs, uint64_t tag)
+ckvo__token_of(const struct ckvo_observation *obs)
 {
-	return (ckvo__tag_generation(tag) << CKVO_TOKEN_INDEX_BITS) | obs->id;
+	return (ckvo_token_t){ .generation = obs->generation, .index = obs->id };
 }
 
 struct ckvo_observation *
@@ -382,18 +397,22 @@ ckvo__token_record(struct ckvo_registry *registry, uint32_t id)
 struct ckvo_observation *
 ckvo__token_find(struct ckvo_registry *registry, ckvo_token_t token, uint64_t *tag)
 {
-	uint64_t generation = token >> CKVO_TOKEN_INDEX_BITS;
 	struct ckvo_observation *obs;
 
-	if (generation == 0)
-		return NULL; /* a record not yet handed out carries generation 0 */
-	obs = ckvo__token_record(registry, (uint32_t)(token & ((1u << CKVO_TOKEN_INDEX_BITS) - 1)));
+	/* A record not yet handed out has generation 0; indexes are 32 bits. */
+	if (token.generation == 0 || token.index > UINT32_MAX)
+		return NULL;
+	obs = ckvo__token_record(registry, (uint32_t)token.index);
 	if (obs == NULL)
 		return NULL;
 	*tag = ck_pr_load_64(&obs->tag);
 	/* Pairs with the release when the record went live (registration.c). */
 	CKVO_TSAN_ACQUIRE(obs);
-	if (ckvo__tag_generation(*tag) != generation)
+	if ((*tag >> CKVO_TAG_CHECK_SHIFT) != (ckvo__tag_check(token.generation) >> CKVO_TAG_CHECK_SHIFT))
+		return NULL;
+	/* After the tag: the generation stored with it or a later one (ckvo__token_take). */
+	ck_pr_fence_load();
+	if (ck_pr_load_64(&obs->generation) != token.generation)
 		return NULL;
 	return obs;
 }

@@ -49,9 +49,33 @@ struct EngineProbe: @unchecked Sendable {  // immutable pointer into the immorta
     init(raw: UnsafePointer<ckvo_probe_t>) { self.raw = raw }
 }
 
-/// An observation token of the engine (`ckvo_token_t`); 0 is never valid.
+/// An observation token of the engine (`ckvo_token_t`): a generation that
+/// is never 0 in a valid token, and the record's index. Stored in 12 bytes
+/// (an engine index is 32 bits); ``none`` names nothing.
 @usableFromInline
-typealias EngineToken = UInt64
+struct EngineToken: Hashable, Sendable {
+    let generation: UInt64
+    let index: UInt32
+
+    static let none = EngineToken(generation: 0, index: 0)
+
+    init(generation: UInt64, index: UInt32) {
+        self.generation = generation
+        self.index = index
+    }
+
+    init(_ token: ckvo_token_t) {
+        self.init(generation: token.generation, index: UInt32(truncatingIfNeeded: token.index))
+    }
+
+    var isNone: Bool { generation == 0 }
+
+    /// The engine's form of the token.
+    var engine: ckvo_token_t { ckvo_token_t(generation: generation, index: UInt64(index)) }
+}
+
+/// Where `ckvo_observe` writes a token (``EngineRegistrations``).
+typealias EngineTokenSlot = UnsafeMutablePointer<ckvo_token_t>
 
 /// The calls into CKVOCore. Internal; see the file comment.
 @usableFromInline
@@ -134,7 +158,7 @@ enum Engine {
     /// (`ckvo_token_is_live`): `false` once anything removed it, its object's
     /// death included. Lock-free.
     static func isLive(_ token: EngineToken) -> Bool {
-        ckvo_token_is_live(fastHub, token)
+        ckvo_token_is_live(fastHub, token.engine)
     }
 
     // MARK: Object identity
@@ -187,7 +211,7 @@ enum Engine {
         guard key != 0 else { throw .outOfMemory }
         // The reference moves into the engine's context (no count changes).
         let unmanaged = Unmanaged.passRetained(consume box)
-        var token: EngineToken = 0
+        var token = ckvo_token_t()
         let status = withUnsafeMutablePointer(to: &token) { tokenSlot in
             unmanaged._withUnsafeGuaranteedRef { box in
                 // Each box is a fresh object the engine keeps alive until it
@@ -203,33 +227,33 @@ enum Engine {
             }
         }
         if status == CKVO_OK {
-            unmanaged._withUnsafeGuaranteedRef { $0.publish(token) }
+            unmanaged._withUnsafeGuaranteedRef { $0.publish(EngineToken(token)) }
         }
         if let error = error(status) {
             // The engine never calls `release` after a failed observe.
             unmanaged.release()
             throw error
         }
-        return token
+        return EngineToken(token)
     }
 
     @discardableResult
     static func unobserve(_ token: EngineToken) -> KVOError? {
         auditWriterCall()
-        return token == 0 ? .notFound : error(ckvo_unobserve(hub, token))
+        return token.isNone ? .notFound : error(ckvo_unobserve(hub, token.engine))
     }
 
     @discardableResult
     static func unobserveAndWait(_ token: EngineToken) -> KVOError? {
         auditWriterCall()
-        return token == 0 ? .notFound : error(ckvo_unobserve_sync(hub, token))
+        return token.isNone ? .notFound : error(ckvo_unobserve_sync(hub, token.engine))
     }
 
     /// Non-blocking removal, for the dispatch path (a callback that found its observer dead).
     @usableFromInline
     @discardableResult
     static func unobserveDeferred(_ token: EngineToken) -> KVOError? {
-        token == 0 ? .notFound : error(ckvo_unobserve_deferred(hub, token))
+        token.isNone ? .notFound : error(ckvo_unobserve_deferred(hub, token.engine))
     }
 
     @discardableResult

@@ -57,12 +57,14 @@ class EngineObservation: @unchecked Sendable {
 /// visible to dispatches on other threads, and before an initial callback on
 /// the registering thread). So the slot is read only by the registering thread
 /// while `ckvo_observe` runs (``EngineRegistrations``); every other reader sees
-/// the atomic `published` copy, stored when `ckvo_observe` returned (0 until
-/// then).
+/// the published copy, stored when `ckvo_observe` returned (``EngineToken/none``
+/// until then): its index, then its generation with a releasing store.
 @usableFromInline
 class SelfRemovingObservation: EngineObservation, @unchecked Sendable {
     /// The token once `ckvo_observe` returned successfully.
-    private let published = Atomic<UInt64>(0)
+    private let publishedGeneration = Atomic<UInt64>(0)
+    /// Written once, before `publishedGeneration`; read after it.
+    private var publishedIndex: UInt32 = 0
 
     @usableFromInline
     override init(deliver: @escaping (EngineChange, EngineObservation) -> Void) {
@@ -72,15 +74,16 @@ class SelfRemovingObservation: EngineObservation, @unchecked Sendable {
     override var keepsToken: Bool { true }
 
     override func publish(_ token: EngineToken) {
-        published.store(token, ordering: .releasing)
+        publishedIndex = token.index
+        publishedGeneration.store(token.generation, ordering: .releasing)
     }
 
-    /// The engine token: 0 while another thread is still registering the box
+    /// The engine token: ``EngineToken/none`` while another thread is still registering the box
     /// (or after a failed registration).
     @usableFromInline
     var token: EngineToken {
-        let token = published.load(ordering: .acquiring)
-        if token != 0 { return token }
+        let generation = publishedGeneration.load(ordering: .acquiring)
+        if generation != 0 { return EngineToken(generation: generation, index: publishedIndex) }
         // Inside ckvo_observe on this thread (an initial callback)?
         return EngineRegistrations.tokenWhileRegistering(self)
     }
@@ -94,7 +97,7 @@ enum EngineRegistrations {
     /// One registration in progress.
     struct Frame {
         let box: ObjectIdentifier
-        let tokenSlot: UnsafeMutablePointer<EngineToken>
+        let tokenSlot: EngineTokenSlot
         let outer: UnsafeMutablePointer<Frame>?
     }
 
@@ -108,7 +111,7 @@ enum EngineRegistrations {
     /// Runs `register` (a `ckvo_observe` call writing `box`'s token into
     /// `tokenSlot`) with that registration pushed on this thread's stack.
     static func registering<Result>(
-        _ box: EngineObservation, tokenSlot: UnsafeMutablePointer<EngineToken>,
+        _ box: EngineObservation, tokenSlot: EngineTokenSlot,
         _ register: () -> Result
     ) -> Result {
         stacks.unmanagedValue(Stack.init)._withUnsafeGuaranteedRef { stack in
@@ -123,13 +126,15 @@ enum EngineRegistrations {
     }
 
     /// The token `ckvo_observe` already wrote for `box`, if this thread is
-    /// registering it; else 0.
+    /// registering it; else ``EngineToken/none``.
     static func tokenWhileRegistering(_ box: EngineObservation) -> EngineToken {
         var frame = stacks.currentValue?.innermost
         while let current = frame {
-            if current.pointee.box == ObjectIdentifier(box) { return current.pointee.tokenSlot.pointee }
+            if current.pointee.box == ObjectIdentifier(box) {
+                return EngineToken(current.pointee.tokenSlot.pointee)
+            }
             frame = current.pointee.outer
         }
-        return 0
+        return .none
     }
 }

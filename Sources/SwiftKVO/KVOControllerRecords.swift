@@ -19,7 +19,7 @@ struct KVOControllerRemoval {
     /// died).
     func perform() -> Bool {
         if let chain { return chain.invalidate() }
-        if token != 0 { return Engine.unobserve(token) == nil }
+        if !token.isNone { return Engine.unobserve(token) == nil }
         return cancelsRegistration
     }
 }

@@ -33,7 +33,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
     private struct State {
         var active = true
         /// The engine token of the link on the root.
-        var headToken: EngineToken = 0
+        var headToken: EngineToken = .none
         /// Tokens of the links below the root.
         var tailTokens: [EngineToken] = []
         /// Counts installed tails (see `replaceTail`).
@@ -264,7 +264,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
             guard state.active else { return [] }
             state.active = false
             defer {
-                state.headToken = 0
+                state.headToken = .none
                 state.tailTokens = []
                 state.handler = nil
             }

@@ -9,17 +9,25 @@ import Synchronization
 ///
 /// Not `final` only so that an internal subclass can carry what a key-path
 /// chain's token needs (its several registrations), while every other token
-/// stays one word, a 32-byte heap block: whether an observed object died is
+/// stays a 32-byte heap block: whether an observed object died is
 /// asked of the engine, which removed the observation, so the token keeps
 /// nothing of the object. The class is not `open`, so it cannot be
 /// subclassed outside SwiftKVO.
-public class ObservationToken: @unchecked Sendable {  // one immutable atomic field; subclasses are internal and Sendable
-    /// The engine token; 0 once invalidated (or for a failed registration).
-    private let engineToken: Atomic<UInt64>
+public class ObservationToken: @unchecked Sendable {  // an atomic and a constant; subclasses are internal and Sendable
+    /// The engine token's generation; 0 once invalidated (or for a failed
+    /// registration). Whoever exchanges it for 0 removes the observation.
+    private let generation: Atomic<UInt64>
+    /// The engine token's index, fixed.
+    private let index: UInt32
 
     @usableFromInline
     init(engineToken: EngineToken) {
-        self.engineToken = Atomic(engineToken)
+        generation = Atomic(engineToken.generation)
+        index = engineToken.index
+    }
+
+    private func engineToken(_ generation: UInt64) -> EngineToken {
+        EngineToken(generation: generation, index: index)
     }
 
     /// Whether the observation is still registered: `true` exactly while
@@ -35,8 +43,8 @@ public class ObservationToken: @unchecked Sendable {  // one immutable atomic fi
     ///
     /// Asks the engine (a lock-free lookup of the token); never blocks.
     public var isValid: Bool {
-        let token = engineToken.load(ordering: .acquiring)
-        return token != 0 && Engine.isLive(token)
+        let live = generation.load(ordering: .acquiring)
+        return live != 0 && Engine.isLive(engineToken(live))
     }
 
     /// Ends the observation. After it returns no notification that starts
@@ -52,8 +60,8 @@ public class ObservationToken: @unchecked Sendable {  // one immutable atomic fi
     ///   the observed object died. Never crashes.
     @discardableResult
     public func invalidate() -> Bool {
-        let token = engineToken.exchange(0, ordering: .acquiringAndReleasing)
-        return token != 0 && Engine.unobserve(token) == nil
+        let taken = generation.exchange(0, ordering: .acquiringAndReleasing)
+        return taken != 0 && Engine.unobserve(engineToken(taken)) == nil
     }
 
     /// Ends the observation and **blocks** until no thread can still be
@@ -66,13 +74,13 @@ public class ObservationToken: @unchecked Sendable {  // one immutable atomic fi
     ///   ``invalidate()`` instead. (A key-path chain observation is removed
     ///   without waiting in that case, and still throws.)
     public func invalidateAndWait() throws(KVOError) {
-        let token = engineToken.exchange(0, ordering: .acquiringAndReleasing)
-        guard token != 0 else { return }
-        if let error = Engine.unobserveAndWait(token) {
+        let taken = generation.exchange(0, ordering: .acquiringAndReleasing)
+        guard taken != 0 else { return }
+        if let error = Engine.unobserveAndWait(engineToken(taken)) {
             if error == .wouldDeadlock {
                 // Nothing was removed: keep the observation registered.
-                _ = engineToken.compareExchange(
-                    expected: 0, desired: token, ordering: .acquiringAndReleasing)
+                _ = generation.compareExchange(
+                    expected: 0, desired: taken, ordering: .acquiringAndReleasing)
                 throw error
             }
         }
@@ -81,7 +89,7 @@ public class ObservationToken: @unchecked Sendable {  // one immutable atomic fi
     deinit {
         // Usually invalidated already: a load spares the exchange's atomic
         // read-modify-write (nothing else can reach the token any more).
-        if engineToken.load(ordering: .relaxed) != 0 { invalidate() }
+        if generation.load(ordering: .relaxed) != 0 { invalidate() }
     }
 }
 
@@ -92,7 +100,7 @@ final class CompositeObservationToken: ObservationToken, @unchecked Sendable {  
 
     init(composite: any CompositeObservation) {
         self.composite = composite
-        super.init(engineToken: 0)
+        super.init(engineToken: .none)
     }
 
     override var isValid: Bool { composite.isActive }

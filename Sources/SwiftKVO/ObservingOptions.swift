@@ -1,6 +1,6 @@
 /// What an observation asks for; combine with set-literal syntax (`[.old, .new]`).
 ///
-/// The bits are those of CKVOCore's `ckvo_options_t`.
+/// The bits are those of CKVOCore's `ckvo_options_t`, defined once in `ckvo.h`.
 public struct ObservingOptions: OptionSet, Hashable, Sendable {
     /// The option bits (CKVOCore's `CKVO_OPTION_*`).
     public let rawValue: UInt32

@@ -8,16 +8,16 @@ import Testing
 @Suite struct BadInputTests {
     @Test func nullHubIsRejectedEverywhere() {
         let probe = Probe()
-        var token: ckvo_token_t = 0
+        var token: ckvo_token_t = .none
         var stats = ckvo_hub_stats_t()
 
         #expect(
             ckvo_observe(nil, fake(0), 1, 0, nil, ckvots_probe_callback, probe.context, ckvots_probe_release, &token)
                 == CKVO_EINVAL)
-        #expect(token == 0)
-        #expect(ckvo_unobserve(nil, 1) == CKVO_EINVAL)
-        #expect(ckvo_unobserve_sync(nil, 1) == CKVO_EINVAL)
-        #expect(ckvo_unobserve_deferred(nil, 1) == CKVO_EINVAL)
+        #expect(token == .none)
+        #expect(ckvo_unobserve(nil, ckvo_token_t(generation: 1, index: 0)) == CKVO_EINVAL)
+        #expect(ckvo_unobserve_sync(nil, ckvo_token_t(generation: 1, index: 0)) == CKVO_EINVAL)
+        #expect(ckvo_unobserve_deferred(nil, ckvo_token_t(generation: 1, index: 0)) == CKVO_EINVAL)
         #expect(ckvo_unobserve_object(nil, fake(0)) == CKVO_EINVAL)
         #expect(ckvo_unobserve_owner(nil, fake(0)) == CKVO_EINVAL)
         #expect(announce(ckvo_will_change, nil, fake(0), 1) == CKVO_EINVAL)
@@ -45,7 +45,7 @@ import Testing
         let hub = TestHub()
         let key = hub.key("value")
         let probe = Probe()
-        var token: ckvo_token_t = 0
+        var token: ckvo_token_t = .none
 
         #expect(
             ckvo_observe(hub.raw, fake(0), key, 0, nil, nil, probe.context, ckvots_probe_release, &token)
@@ -102,7 +102,7 @@ import Testing
                 let (status, token) = hub.observe(
                     probe, object: fake(0), key: key, options: bit | CKVO_OPTION_INITIAL)
                 #expect(status == CKVO_EINVAL, "option bit \(bit)")
-                #expect(token == 0)
+                #expect(token == .none)
             }
             bit <<= 1
         }

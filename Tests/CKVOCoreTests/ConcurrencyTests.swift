@@ -10,7 +10,7 @@ import Testing
 private final class Registration {
     let id: UInt64
     let probe: Probe
-    var token: ckvo_token_t = 0
+    var token: ckvo_token_t = .none
     var observeStatus: ckvo_status_t?
     var unobserveStatus: ckvo_status_t?
     var registerStart: UInt64 = 0
@@ -213,7 +213,7 @@ private final class TraceBuffer {
             }
             var local: [(status: ckvo_status_t, stillInside: UInt32)] = []
             for sentinel in sentinels {
-                var token: ckvo_token_t = 0
+                var token: ckvo_token_t = .none
                 guard ckvo_observe(
                     raw, fake(0), key, 0, nil, ckvots_sentinel_callback, UnsafeMutableRawPointer(sentinel),
                     ckvots_sentinel_release, &token) == CKVO_OK
@@ -266,7 +266,7 @@ private final class TraceBuffer {
                 // Writers: every registration or removal drains the deferred queue.
                 let probe = writerProbes[index]
                 while done.value == 0 {
-                    var token: ckvo_token_t = 0
+                    var token: ckvo_token_t = .none
                     if ckvo_observe(
                         raw, fake(1 + index), key, 0, nil, ckvots_probe_callback, probe.context,
                         ckvots_probe_release, &token) == CKVO_OK
@@ -277,7 +277,7 @@ private final class TraceBuffer {
                 return
             }
             for probe in probes {
-                var token: ckvo_token_t = 0
+                var token: ckvo_token_t = .none
                 guard ckvo_observe(
                     raw, fake(0), key, 0, nil, ckvots_probe_callback, probe.context, ckvots_probe_release,
                     &token) == CKVO_OK,
@@ -313,9 +313,9 @@ private final class TraceBuffer {
         var failures: [String] = []
 
         for round in 0..<rounds {
-            let outcomes = (0..<threads).map { _ in Box<(ckvo_status_t, ckvo_token_t)>((CKVO_EINVAL, 0)) }
+            let outcomes = (0..<threads).map { _ in Box<(ckvo_status_t, ckvo_token_t)>((CKVO_EINVAL, .none)) }
             runThreads(threads) { index in
-                var token: ckvo_token_t = 0
+                var token: ckvo_token_t = .none
                 let status = ckvo_observe(
                     raw, fake(0), key, CKVO_OPTION_NEW, fake(9), ckvots_probe_callback, probe.context,
                     ckvots_probe_release, &token)
@@ -328,7 +328,7 @@ private final class TraceBuffer {
             {
                 failures.append("round \(round): \(statuses), tokens \(tokens)")
             }
-            _ = ckvo_unobserve(raw, tokens.first ?? 0)
+            _ = ckvo_unobserve(raw, tokens.first ?? .none)
         }
 
         #expect(failures.isEmpty, "\(failures.prefix(3))")
@@ -401,7 +401,7 @@ private final class TraceBuffer {
                 let base = steady + (round % 3) * 4_000
                 var tokens: [ckvo_token_t] = []
                 for j in 0..<(1 + round % 50) * 40 {
-                    var token: ckvo_token_t = 0
+                    var token: ckvo_token_t = .none
                     if ckvo_observe(
                         raw, fake(base + j), key, 0, nil, ckvots_probe_callback, churn.context,
                         ckvots_probe_release, &token) == CKVO_OK
@@ -449,7 +449,7 @@ private final class TraceBuffer {
             let probe = churnProbes[index - readers]
             for i in 0..<rounds {
                 // Same object and key as the anchor, and other objects, come and go.
-                var token: ckvo_token_t = 0
+                var token: ckvo_token_t = .none
                 let object = i % 2 == 0 ? fake(0) : fake(1 + i % 7)
                 if ckvo_observe(
                     raw, object, key, 0, nil, ckvots_probe_callback, probe.context, ckvots_probe_release, &token)

@@ -76,7 +76,7 @@ import Testing
         tokens.insert(hub.mustObserve(probe, object: fake(0), key: key, owner: fake(10)))
         tokens.insert(hub.mustObserve(probe, object: fake(0), key: key, owner: nil))
         tokens.insert(hub.mustObserve(probe, object: nil, key: key, owner: fake(9)))
-        var viaOtherCallback: ckvo_token_t = 0
+        var viaOtherCallback: ckvo_token_t = .none
         let otherCallback: ckvo_callback_t = { change, context in ckvots_probe_callback(change, context) }
         #expect(
             ckvo_observe(
@@ -168,7 +168,7 @@ import Testing
         let (status, second) = hub.observe(probe, object: fake(0), key: key, options: CKVO_OPTION_UNIQUE_CONTEXT)
 
         #expect(status == CKVO_OK)
-        #expect(second != first && second != 0)
+        #expect(second != first && second != .none)
         hub.did(fake(0), key)
         #expect(probe.calls == 2)
         #expect(hub.unobserve(first) == CKVO_OK)

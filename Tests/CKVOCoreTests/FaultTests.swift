@@ -24,7 +24,7 @@ import Testing
         -> (tally: OpaquePointer, ok: Bool)
     {
         let tally = ckvots_tally_create(count)!
-        var tokens = [ckvo_token_t](repeating: 0, count: count)
+        var tokens = [ckvo_token_t](repeating: .none, count: count)
         var firstError = CKVO_OK
         let registered = ckvots_tally_observe_all(tally, raw, object, key, count, &tokens, &firstError)
         let removed = ckvots_unobserve_all(raw, tokens, nil, registered)
@@ -213,7 +213,7 @@ import Testing
         let resumed = finishes(within: 60) {
             let probe = Probe()
             while ckvots_tally_releases_equal(second, 1) != perThread {
-                var token: ckvo_token_t = 0
+                var token: ckvo_token_t = .none
                 _ = ckvo_observe(raw, fake(3), key, 0, nil, ckvots_probe_callback, probe.context, nil, &token)
                 _ = ckvo_unobserve(raw, token)
             }

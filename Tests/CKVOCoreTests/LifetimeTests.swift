@@ -82,7 +82,7 @@ import Testing
         let reborn = Probe()
         let statuses = Box<[ckvo_status_t]>([])
         probe.onRelease = {
-            var token: ckvo_token_t = 0
+            var token: ckvo_token_t = .none
             statuses.value.append(
                 ckvo_observe(
                     raw, fake(0), key, 0, nil, ckvots_probe_callback, reborn.context, ckvots_probe_release,
@@ -250,7 +250,7 @@ import Testing
         let key = ckvo_key_intern(hub, "LifetimeTests.defaultHub", nil)
         #expect(key != 0)
         let probe = Probe()
-        var token: ckvo_token_t = 0
+        var token: ckvo_token_t = .none
         let object = UnsafeRawPointer(probe.raw)
         #expect(
             ckvo_observe(hub, object, key, 0, nil, ckvots_probe_callback, probe.context, ckvots_probe_release, &token)

@@ -185,7 +185,7 @@ private var probeCallback: UnsafeRawPointer? { address(ckvots_probe_callback) }
             let probe = probes[index]
             var live: [ckvo_token_t] = []
             for round in 0..<rounds {
-                var token: ckvo_token_t = 0
+                var token: ckvo_token_t = .none
                 let object = round % 5 == 0 ? fake(3) : fake(1)  // some elsewhere, never listed
                 let status = ckvo_observe(
                     raw, object, round % 7 == 0 ? elsewhere : key, CKVO_OPTION_UNIQUE_CONTEXT,

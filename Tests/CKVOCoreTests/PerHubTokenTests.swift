@@ -47,7 +47,7 @@ import Testing
         let hub = hubs[0]
         #expect(ckvo_token_is_live(hub.raw, tokens[0]))
         #expect(!ckvo_token_is_live(hub.raw, tokens[1]), "another hub's token")
-        #expect(!ckvo_token_is_live(hub.raw, 0))
+        #expect(!ckvo_token_is_live(hub.raw, .none))
         #expect(!ckvo_token_is_live(nil, tokens[0]))
         #expect(hub.unobserve(tokens[0]) == CKVO_OK)
         #expect(!ckvo_token_is_live(hub.raw, tokens[0]))

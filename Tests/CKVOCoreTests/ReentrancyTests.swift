@@ -18,7 +18,7 @@ import Testing
         let flags = Box<[String: Bool]>([:])
         let outer = Probe()
         outer.onChange = { _ in
-            var token: ckvo_token_t = 0
+            var token: ckvo_token_t = .none
             results.value["observe"] = ckvo_observe(
                 raw, fake(0), other, 0, nil, ckvots_probe_callback, added.context, ckvots_probe_release, &token)
             results.value["announce other key"] = announce(ckvo_did_change, raw, fake(0), other)

@@ -25,8 +25,10 @@ import Testing
         let key = hub.key("value")
         let token = hub.mustObserve(Probe(), object: fake(0), key: key)
 
-        #expect(hub.unobserve(token &+ 1) == CKVO_ENOENT)
-        #expect(hub.unobserve(token &+ 1_000) == CKVO_ENOENT)
+        for (generation, index) in [(1, 0), (1_000, 0), (0, 1), (0, 1_000), (1, 1)] as [(UInt64, UInt64)] {
+            let other = ckvo_token_t(generation: token.generation &+ generation, index: token.index &+ index)
+            #expect(hub.unobserve(other) == CKVO_ENOENT)
+        }
         #expect(hub.stats().observations == 1)
     }
 
@@ -37,15 +39,20 @@ import Testing
         for i in 0..<16 { real.insert(hub.mustObserve(Probe(), object: fake(i), key: key)) }
 
         var rng = SystemRandomNumberGenerator()
-        var forged: [ckvo_token_t] = [0, 1, 2, 3, UInt64.max, UInt64.max - 1, 1 << 32, 1 << 63, 0xFFFF_FFFF]
-        for _ in 0..<1_000 { forged.append(rng.next()) }
+        let words: [UInt64] = [0, 1, 2, 3, .max, .max - 1, 1 << 32, 1 << 63, 0xFFFF_FFFF]
+        var forged = words.flatMap { generation in words.map { ckvo_token_t(generation: generation, index: $0) } }
+        for _ in 0..<1_000 { forged.append(ckvo_token_t(generation: rng.next(), index: rng.next())) }
+        // Another hub's real tokens are forgeries here too.
+        let other = TestHub()
+        let otherKey = other.key("value")
+        for i in 0..<16 { forged.append(other.mustObserve(Probe(), object: fake(i), key: otherKey)) }
         for token in forged where !real.contains(token) {
             #expect(hub.unobserve(token) == CKVO_ENOENT, "forged token \(token)")
             #expect(ckvo_unobserve_sync(hub.raw, token) == CKVO_ENOENT, "forged token \(token)")
             #expect(ckvo_unobserve_deferred(hub.raw, token) == CKVO_ENOENT, "forged token \(token)")
         }
         #expect(hub.stats().observations == 16)
-        #expect(hub.unobserve(0) == CKVO_ENOENT, "0 is never a valid token")
+        #expect(hub.unobserve(.none) == CKVO_ENOENT, "the zero token is never valid")
     }
 
     @Test func staleTokenDoesNotRemoveANewerObservation() {

@@ -14,7 +14,7 @@ import Testing
         let count = 1_000_000
         let tally = try #require(ckvots_tally_create(count))
         defer { ckvots_tally_destroy(tally) }
-        var tokens = [ckvo_token_t](repeating: 0, count: count)
+        var tokens = [ckvo_token_t](repeating: .none, count: count)
         var firstError = CKVO_OK
 
         let registered = ckvots_tally_observe_all(tally, hub.raw, fake(0), key, count, &tokens, &firstError)
@@ -23,7 +23,7 @@ import Testing
         #expect(firstError == CKVO_OK)
         #expect(hub.stats().observations == count)
         #expect(Set(tokens).count == count, "tokens are unique")
-        #expect(!tokens.contains(0))
+        #expect(!tokens.contains(.none))
 
         #expect(hub.did(fake(0), key) == CKVO_OK)
         #expect(ckvots_tally_calls_equal(tally, 1) == count, "every observer called exactly once")
@@ -63,7 +63,7 @@ import Testing
         // The first half observed on one object, the second half on every object (wildcard).
         let tally = try #require(ckvots_tally_create(count))
         defer { ckvots_tally_destroy(tally) }
-        var tokens = [ckvo_token_t](repeating: 0, count: count)
+        var tokens = [ckvo_token_t](repeating: .none, count: count)
         var firstError = CKVO_OK
         let registered = keys.withUnsafeBufferPointer { keys in
             tokens.withUnsafeMutableBufferPointer { tokens in
@@ -108,7 +108,7 @@ import Testing
         tokens.reserveCapacity(count)
 
         for i in 0..<count {
-            var token: ckvo_token_t = 0
+            var token: ckvo_token_t = .none
             let status = ckvo_observe(
                 hub.raw, fake(i), key, 0, nil, ckvots_tally_callback, ckvots_tally_slot(tally, i),
                 ckvots_tally_release, &token)

@@ -11,7 +11,7 @@ import Testing
     /// Observe + unobserve `cycles` times on (object 0, `key`), each with its own context.
     private func churn(_ hub: TestHub, _ key: ckvo_key_t, cycles: Int) {
         for i in 0..<cycles {
-            var token: ckvo_token_t = 0
+            var token: ckvo_token_t = .none
             let status = ckvo_observe(
                 hub.raw, fake(0), key, CKVO_OPTION_UNIQUE_CONTEXT, nil, ckvots_probe_callback,
                 UnsafeMutableRawPointer(bitPattern: 0x10000 + i * 16), nil, &token)

@@ -45,7 +45,7 @@ final class TestHub {
         owner: UnsafeRawPointer? = nil, callback: ckvo_callback_t = ckvots_probe_callback
     ) -> (status: ckvo_status_t, token: ckvo_token_t) {
         retained.append(probe)
-        var token: ckvo_token_t = 0
+        var token: ckvo_token_t = .none
         let status = ckvo_observe(
             raw, object, key, options, owner, callback, probe.context, ckvots_probe_release, &token)
         return (status, token)
@@ -60,7 +60,7 @@ final class TestHub {
         let (status, token) = observe(
             probe, object: object, key: key, options: options, owner: owner, callback: callback)
         #expect(status == CKVO_OK, sourceLocation: sourceLocation)
-        #expect(token != 0, sourceLocation: sourceLocation)
+        #expect(token != .none, sourceLocation: sourceLocation)
         return token
     }
 
@@ -124,7 +124,7 @@ func fake(_ n: Int) -> UnsafeRawPointer { UnsafeRawPointer(bitPattern: 0x1000 + 
 /// A token cell that keeps a stable address for C to write into and callbacks to read.
 final class TokenCell {
     let pointer = UnsafeMutablePointer<ckvo_token_t>.allocate(capacity: 1)
-    init() { pointer.initialize(to: 0) }
+    init() { pointer.initialize(to: .none) }
     deinit { pointer.deallocate() }
     var value: ckvo_token_t { pointer.pointee }
 }

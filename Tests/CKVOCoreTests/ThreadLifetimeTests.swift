@@ -50,7 +50,7 @@ import Testing
         let hub = TestHub()
         let key = hub.key("value")
         let exiting = Probe()
-        var token: ckvo_token_t = 0
+        var token: ckvo_token_t = .none
 
         let status = ckvots_thread_exit_in_callback(hub.raw, fake(0), key, exiting.raw, &token)
 
@@ -82,7 +82,7 @@ import Testing
         let key = hub.key("value")
         let exiting = Probe()
         let other = Probe()
-        var token: ckvo_token_t = 0
+        var token: ckvo_token_t = .none
         let otherToken = hub.mustObserve(other, object: fake(0), key: key)
         #expect(ckvots_thread_exit_in_callback(raw, fake(0), key, exiting.raw, &token) == 0)
 

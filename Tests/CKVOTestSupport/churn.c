@@ -126,9 +126,9 @@ ckvots_churn_run(ckvots_churn_t *churn, size_t cycles)
 		ckvo_key_t key = churn->keys[(i / churn->object_count) % churn->key_count];
 		bool good = true;
 
-		if (churn->ring[position] != 0) {
+		if (!ckvo_token_is_none(churn->ring[position])) {
 			good = ckvo_unobserve(churn->hub, churn->ring[position]) == CKVO_OK;
-			churn->ring[position] = 0;
+			churn->ring[position] = (ckvo_token_t)CKVO_TOKEN_NONE_INITIALIZER;
 		}
 		if (ckvo_observe(churn->hub, object, key, 0, &churn->ring[position], churn_callback,
 		        churn, churn_release, &churn->ring[position]) == CKVO_OK)
@@ -150,10 +150,10 @@ ckvots_churn_drain(ckvots_churn_t *churn)
 	size_t ok = 0;
 
 	for (size_t i = 0; i < churn->window; i++) {
-		if (churn->ring[i] == 0)
+		if (ckvo_token_is_none(churn->ring[i]))
 			continue;
 		ok += ckvo_unobserve(churn->hub, churn->ring[i]) == CKVO_OK;
-		churn->ring[i] = 0;
+		churn->ring[i] = (ckvo_token_t)CKVO_TOKEN_NONE_INITIALIZER;
 	}
 	return ok;
 }

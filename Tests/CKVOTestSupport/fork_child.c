@@ -48,7 +48,7 @@ writer_main(void *p)
 	struct load *load = p;
 	char context; /* a per-thread address, so writers never collide as duplicates */
 	for (unsigned i = 0; !atomic_load(&load->stop); i++) {
-		ckvo_token_t token = 0;
+		ckvo_token_t token = CKVO_TOKEN_NONE_INITIALIZER;
 		if (ckvo_observe(load->hub, load->object, load->key, CKVO_OPTION_PRIOR, NULL,
 			noop_callback, &context, NULL, &token) == CKVO_OK)
 			ckvo_unobserve(load->hub, token);
@@ -81,7 +81,7 @@ static int
 child_scenario(ckvo_hub_t *hub, const void *object, ckvo_key_t key)
 {
 	static struct child_counts counts;
-	ckvo_token_t token = 0;
+	ckvo_token_t token = CKVO_TOKEN_NONE_INITIALIZER;
 
 	if (ckvo_key_intern(hub, "ckvots.fork.child", NULL) == 0)
 		return CKVOTS_FORK_CHILD_KEY;

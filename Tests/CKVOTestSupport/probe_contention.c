@@ -64,8 +64,8 @@ one_shot_callback(const ckvo_change_t *change, void *context)
 	(void)change;
 	if (atomic_fetch_add(&shot->called, 1) != 0)
 		return;
-	(void)ckvo_unobserve_deferred(shot->race->hub,
-	    __atomic_load_n(&shot->token, __ATOMIC_ACQUIRE));
+	/* Written by ckvo_observe before the observation was published to this dispatch. */
+	(void)ckvo_unobserve_deferred(shot->race->hub, shot->token);
 }
 
 static void
@@ -91,7 +91,7 @@ churn_main(void *argument)
 
 	ckvots_barrier_wait(race->start);
 	for (size_t i = 0; i < race->iterations; i++) {
-		ckvo_token_t a = 0, b = 0;
+		ckvo_token_t a = CKVO_TOKEN_NONE_INITIALIZER, b = CKVO_TOKEN_NONE_INITIALIZER;
 		ckvo_status_t status;
 		int *other = &race->others[i % 8];
 
@@ -111,7 +111,7 @@ churn_main(void *argument)
 			    quiet_callback, &self->owner, NULL, &a) == CKVO_OK);
 			status = ckvo_observe(hub, &race->object, key, 0, &self->owner,
 			    quiet_callback, &self->owner, NULL, &b);
-			expect(race, status == CKVO_EEXIST && b == a);
+			expect(race, status == CKVO_EEXIST && ckvo_token_equal(b, a));
 			expect(race, ckvo_unobserve(hub, a) == CKVO_OK);
 			break;
 		case 3: /* another object, removed with the object */
@@ -157,7 +157,7 @@ ckvots_probe_contention(ckvo_hub_t *hub, ckvo_key_t key, unsigned churners, size
 	ckvo_change_t change = { .object = &race.object, .key = key, .kind = CKVO_KIND_SETTING };
 	struct churner *threads = calloc(churners, sizeof(*threads));
 	pthread_t *ids = calloc(churners, sizeof(*ids));
-	ckvo_token_t persistent = 0;
+	ckvo_token_t persistent = CKVO_TOKEN_NONE_INITIALIZER;
 	size_t announced = 0, zero = 0;
 	unsigned started = 0;
 	int error = 0;

@@ -93,7 +93,7 @@ ckvots_fork_prompt_release(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
 {
 	struct blocker blocker = { .hub = hub, .object = object, .key = key };
 	static _Atomic int released;
-	ckvo_token_t blocking = 0, token = 0;
+	ckvo_token_t blocking = CKVO_TOKEN_NONE_INITIALIZER, token = CKVO_TOKEN_NONE_INITIALIZER;
 	pthread_t thread;
 	int result = CKVOTS_PROMPT_OK, status = 0;
 	pid_t pid;
@@ -138,7 +138,7 @@ ckvots_fork_prompt_release(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
 	atomic_store(&blocker.go, 1);
 	(void)pthread_join(thread, NULL);
 	if (!wait_flag(&released, timeout_seconds) && result == CKVOTS_PROMPT_OK &&
-	    token != 0)
+	    !ckvo_token_is_none(token))
 		result = CKVOTS_PROMPT_PARENT_NOT_RELEASED;
 	(void)ckvo_unobserve(hub, blocking);
 	return result;
@@ -175,7 +175,7 @@ int
 ckvots_fork_pending_with_release_in_flight(ckvo_hub_t *hub, const void *object, ckvo_key_t key)
 {
 	static struct in_flight flight;
-	ckvo_token_t token = 0;
+	ckvo_token_t token = CKVO_TOKEN_NONE_INITIALIZER;
 	pthread_t thread;
 	int result, status = 0;
 	pid_t pid;

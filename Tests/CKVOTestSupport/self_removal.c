@@ -34,8 +34,8 @@ one_shot(const ckvo_change_t *change, void *context)
 	(void)change;
 	if (atomic_fetch_add(&shot->calls, 1) != 0)
 		return;
-	if (ckvo_unobserve_deferred(race->hub, __atomic_load_n(&shot->token, __ATOMIC_ACQUIRE)) !=
-	    CKVO_OK)
+	/* Written by ckvo_observe before the observation was published to this dispatch. */
+	if (ckvo_unobserve_deferred(race->hub, shot->token) != CKVO_OK)
 		atomic_fetch_add(&race->refused, 1);
 }
 

@@ -268,7 +268,7 @@ op_observe(int hub, struct input *in)
 	bool bad_options = (opt & 0x80) != 0;
 	bool valid_key;
 	ckvo_key_t key;
-	ckvo_token_t token = 0;
+	ckvo_token_t token = CKVO_TOKEN_NONE_INITIALIZER;
 	ckvo_status_t status, expected = CKVO_OK;
 	int duplicate = -1, i;
 
@@ -311,14 +311,14 @@ op_observe(int hub, struct input *in)
 	CHECK(status == expected);
 
 	if (status == CKVO_EEXIST) {
-		CHECK(token == m.obs[duplicate].token);
+		CHECK(ckvo_token_equal(token, m.obs[duplicate].token));
 		return;
 	}
 	if (status != CKVO_OK)
 		return;
-	CHECK(token != 0);
+	CHECK(!ckvo_token_is_none(token));
 	for (int j = 0; j < m.n_obs; j++)
-		CHECK(m.obs[j].token != token || m.obs[j].hub != hub);
+		CHECK(!ckvo_token_equal(m.obs[j].token, token) || m.obs[j].hub != hub);
 	m.obs[i].token = token;
 	m.n_obs++;
 	/* The initial notification, and nothing else, during registration. */
@@ -341,10 +341,14 @@ pick_token(int hub, struct input *in, int *which)
 			return m.obs[*which].token;
 	}
 	switch (b & 3) { /* forged */
-	case 0: return 0;
-	case 1: return UINT64_MAX;
-	case 2: return 1;
-	default: return take64(in);
+	case 0: return (ckvo_token_t)CKVO_TOKEN_NONE_INITIALIZER;
+	case 1: return (ckvo_token_t){ UINT64_MAX, UINT64_MAX };
+	case 2: return (ckvo_token_t){ 1, 0 };
+	default: {
+		uint64_t generation = take64(in);
+
+		return (ckvo_token_t){ generation, take64(in) };
+	}
 	}
 }
 
@@ -353,7 +357,7 @@ static int
 model_find(int hub, ckvo_token_t token)
 {
 	for (int i = 0; i < m.n_obs; i++)
-		if (m.obs[i].hub == hub && m.obs[i].token == token)
+		if (m.obs[i].hub == hub && ckvo_token_equal(m.obs[i].token, token))
 			return i;
 	return -1;
 }
@@ -507,7 +511,7 @@ op_bad_arguments(struct input *in)
 
 	switch (take(in) % 8) {
 	case 0: CHECK(ckvo_observe(NULL, NULL, 1, 0, NULL, callback_a, NULL, NULL, NULL) == CKVO_EINVAL); break;
-	case 1: CHECK(ckvo_unobserve(NULL, 1) == CKVO_EINVAL); break;
+	case 1: CHECK(ckvo_unobserve(NULL, (ckvo_token_t){ 1, 0 }) == CKVO_EINVAL); break;
 	case 2: CHECK(ckvo_did_change(NULL, &change) == CKVO_EINVAL); break;
 	case 3: CHECK(ckvo_key_intern(NULL, "x", NULL) == 0); break;
 	case 4: CHECK(ckvo_hub_stats(NULL, &stats) == CKVO_EINVAL); break;

@@ -13,16 +13,20 @@ public func isIsolatedChild(_ name: String) -> Bool {
 }
 
 /// Runs this test executable again, with only the tests matching `filter`, and
-/// SWIFTKVO_ISOLATED_TEST=`name` in its environment. Returns its exit status and output. A child
-/// still running after `seconds` is terminated (a hang guard, not a measurement).
-public func runIsolated(filter: String, name: String, seconds: Double = 900) async throws
-    -> (status: Int32, output: String)
-{
+/// SWIFTKVO_ISOLATED_TEST=`name` plus `environment` in its environment. Returns its exit status
+/// and output. A child still running after `seconds` is terminated (a hang guard, not a
+/// measurement).
+public func runIsolated(
+    filter: String, name: String, seconds: Double = 900, environment: [String: String] = [:]
+) async throws -> (status: Int32, output: String) {
     // Waits on a thread of its own: blocking a Swift concurrency thread for the child's whole run
     // would keep other tests from running meanwhile.
     try await withCheckedThrowingContinuation { continuation in
         Thread {
-            continuation.resume(with: Result { try runChild(filter: filter, name: name, seconds: seconds) })
+            continuation.resume(
+                with: Result {
+                    try runChild(filter: filter, name: name, seconds: seconds, environment: environment)
+                })
         }.start()
     }
 }
@@ -44,13 +48,16 @@ public func measureInChild(
         sourceLocation: sourceLocation)
 }
 
-private func runChild(filter: String, name: String, seconds: Double) throws -> (status: Int32, output: String) {
+private func runChild(
+    filter: String, name: String, seconds: Double, environment extra: [String: String]
+) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(
         fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
     process.arguments = ["--testing-library", "swift-testing", "--filter", filter]
     var environment = ProcessInfo.processInfo.environment
     environment["SWIFTKVO_ISOLATED_TEST"] = name
+    environment.merge(extra) { _, new in new }
     process.environment = environment
     let pipe = Pipe()
     process.standardOutput = pipe

@@ -22,7 +22,7 @@ final class CWorld {
 
     /// One observation with its own context (the same context twice would be a duplicate).
     func observe(context: Int) -> ckvo_token_t {
-        var token: ckvo_token_t = 0
+        var token = ckvo_token_t()
         let status = ckvo_observe(
             hub, object, key, ckvo_options_t(CKVO_OPTION_NEW), nil, perfcheck_ckvo_callback,
             UnsafeMutableRawPointer(bitPattern: context), nil, &token)

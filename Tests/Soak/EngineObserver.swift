@@ -94,10 +94,10 @@ final class EngineObserver {
 
         if objectIndex < 0 && ownerIndex < 0 && selfRemoval == CSOAK_SELF_NONE && random.percent(25) {
             // Only its own thread can remove this one, so it is certainly still registered.
-            var token: ckvo_token_t = 0
+            var token = ckvo_token_t()
             let status = csoak_obs_register_again(record, &token)
             verdict.check(
-                status == CKVO_EEXIST && token == registration.token,
+                status == CKVO_EEXIST && ckvo_token_equal(token, registration.token),
                 "C API: registering observation \(spec.id) again returned \(status) and token \(token), "
                     + "not CKVO_EEXIST and \(registration.token)")
             tally.add(.duplicateRegistrations)

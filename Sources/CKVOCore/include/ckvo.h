@@ -93,12 +93,40 @@ typedef struct ckvo_hub ckvo_hub_t;
 typedef uint32_t ckvo_key_t;
 
 /*
- * Names one observation of one hub. 0 is never a valid token. Tokens are
- * never reused within the process: a stale token, or one given to another
- * hub (also to a hub created after its own was destroyed), is CKVO_ENOENT
- * and removes nothing (SPEC §2.21).
+ * Names one observation of one hub: a 128-bit value, copied freely. Its
+ * fields are the hub's business; compare tokens with ckvo_token_equal. A
+ * zero-initialized token (CKVO_TOKEN_NONE_INITIALIZER) is never valid.
+ *
+ * Tokens are never reused within the process: a stale token, or one given
+ * to another hub (also to a hub created after its own was destroyed), is
+ * CKVO_ENOENT and removes nothing (SPEC §2.21). They never run out either
+ * (SPEC §2.22): the generation is drawn from one 64-bit sequence for the
+ * whole process, which lasts 584 years at one registration per nanosecond,
+ * so no registration ever fails for lack of tokens. (Version 0 of this
+ * library had 64-bit tokens, whose 40-bit generation a process could
+ * spend in days; version 1 widened them, hence the new SONAME.)
  */
-typedef uint64_t ckvo_token_t;
+typedef struct ckvo_token {
+	uint64_t generation; /* never 0 in a valid token */
+	uint64_t index;      /* the observation's record in its hub */
+} ckvo_token_t;
+
+/* The token that names nothing: what a failed ckvo_observe leaves. */
+#define CKVO_TOKEN_NONE_INITIALIZER { 0, 0 }
+
+/* Whether `a` and `b` are the same token. */
+static inline bool
+ckvo_token_equal(ckvo_token_t a, ckvo_token_t b)
+{
+	return a.generation == b.generation && a.index == b.index;
+}
+
+/* Whether `token` names nothing (the zero token, or any with generation 0). */
+static inline bool
+ckvo_token_is_none(ckvo_token_t token)
+{
+	return token.generation == 0;
+}
 
 /* What an observation asks for; combine with |. */
 typedef uint32_t ckvo_options_t;
@@ -316,9 +344,12 @@ CKVO_EXPORT const ckvo_probe_t *ckvo_key_probe(ckvo_hub_t *hub, ckvo_key_t key);
  *
  * A registration with the same owner, object, key, callback and context as a
  * live one changes nothing: it returns CKVO_EEXIST and stores the existing
- * token (unless either was made with CKVO_OPTION_UNIQUE_CONTEXT). On any failure `release` is not called: the caller keeps `context`.
+ * token (unless either was made with CKVO_OPTION_UNIQUE_CONTEXT). On any other
+ * failure `*token` is the zero token and `release` is not called: the caller
+ * keeps `context`.
  * Errors: CKVO_EINVAL (NULL hub or callback, unknown key, unknown option
- * bits), CKVO_EEXIST, CKVO_ENOMEM, CKVO_ELOOP (CKVO_OPTION_INITIAL requested
+ * bits), CKVO_EEXIST, CKVO_ENOMEM (the allocator failed: never for lack of
+ * tokens, generations or key ids), CKVO_ELOOP (CKVO_OPTION_INITIAL requested
  * while this thread is already CKVO_NESTING_LIMIT dispatches deep).
  *
  * Cost: amortized O(1) in the number of observers of the key.
@@ -472,7 +503,7 @@ CKVO_EXPORT bool ckvo_has_observers(ckvo_hub_t *hub, const void *object, ckvo_ke
 /*
  * Whether `token` names an observation of `hub` that ckvo_unobserve would
  * still remove: false once it was removed (by any ckvo_unobserve* call,
- * including the removal of its object or owner), and for 0, a stale token
+ * including the removal of its object or owner), and for the zero token, a stale token
  * or another hub's, and when this thread cannot get its reader record (out
  * of memory). Lock-free, a read section and a lookup; any thread, also from
  * inside a callback. What it answers may change as soon as it returns.

@@ -28,7 +28,7 @@ struct csoak_obs {
 	/* Written by ckvo_observe before an initial notification; read only on
 	 * the registering thread. */
 	ckvo_token_t engine_token;
-	_Atomic uint64_t token; /* published once ckvo_observe returned CKVO_OK */
+	_Atomic bool published; /* engine_token is final: ckvo_observe returned CKVO_OK */
 	_Atomic uint64_t registration_start;
 	_Atomic uint64_t registered;
 	_Atomic uint64_t object_removals_before;
@@ -152,9 +152,10 @@ csoak_obs_register(csoak_obs_t *obs, csoak_registration_t *result)
 		atomic_store(&obs->owner_removals_after,
 		    csoak_removals_marked(CSOAK_TARGET_OWNER, (unsigned)spec->owner_index));
 	atomic_store(&obs->registered, result->registered);
-	result->token = result->status == CKVO_OK ? obs->engine_token : 0;
+	result->token = result->status == CKVO_OK ? obs->engine_token :
+	    (ckvo_token_t)CKVO_TOKEN_NONE_INITIALIZER;
 	if (result->status == CKVO_OK)
-		atomic_store(&obs->token, obs->engine_token);
+		atomic_store(&obs->published, true);
 	result->object_removals = object_marked;
 	result->owner_removals = owner_marked;
 	result->clean = atomic_load(&obs->clean);
@@ -317,8 +318,6 @@ check_removed_before(const csoak_obs_t *obs, uint64_t started)
 static void
 traced_call(csoak_obs_t *obs, const ckvo_change_t *change, const struct csoak_trace *trace)
 {
-	ckvo_token_t token;
-
 	if (change->object != trace->change->object || change->key != trace->change->key)
 		note(obs, CSOAK_WRONG_TARGET);
 	if (!values_match(obs, change, trace))
@@ -334,9 +333,8 @@ traced_call(csoak_obs_t *obs, const ckvo_change_t *change, const struct csoak_tr
 	if (obs->spec.self_removal != CSOAK_SELF_UNOBSERVE &&
 	    obs->spec.self_removal != CSOAK_SELF_DEFERRED)
 		return;
-	token = atomic_load(&obs->token);
-	if (token != 0)
-		remove_self(obs, token, obs->spec.self_removal == CSOAK_SELF_DEFERRED);
+	if (atomic_load(&obs->published))
+		remove_self(obs, obs->engine_token, obs->spec.self_removal == CSOAK_SELF_DEFERRED);
 }
 
 static void
