@@ -37,7 +37,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         /// Tokens of the links below the root.
         var tailTokens: [EngineToken] = []
         /// Counts installed tails (see `replaceTail`).
-        var tailGeneration = 0
+        var tailGeneration: UInt64 = 0  // compared for equality only: wraps, never traps
         /// Old values read at prior time, per thread (a stack: nested changes).
         var pendingOld: [(thread: UInt, old: Value?)] = []
         /// The user's handler, let go of when the chain ends.
@@ -227,7 +227,7 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
             let (stale, installed): ([EngineToken], Bool) = state.withLock { state in
                 guard state.active else { return (fresh, true) }  // ended meanwhile
                 guard state.tailGeneration == generation else { return (fresh, false) }
-                state.tailGeneration += 1
+                state.tailGeneration &+= 1
                 defer { state.tailTokens = fresh }
                 return (state.tailTokens, true)
             }

@@ -125,7 +125,7 @@ public final class KVORegistrar: Sendable {
     func addDeathHandler(_ handler: @escaping @Sendable () -> Void) -> UInt64 {
         deathHandlers.withLock { state in
             let id = state.nextID
-            state.nextID += 1
+            state.nextID &+= 1  // 584 years at one a nanosecond; then it wraps past ids long gone
             state.handlers[id] = handler
             return id
         }
