@@ -167,6 +167,7 @@ ckvo_status_t
 ckvo_hub_destroy(ckvo_hub_t *hub)
 {
 	bool busy;
+	int state;
 
 	if (hub == NULL)
 		return CKVO_OK;
@@ -181,6 +182,8 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 	if (busy)
 		return CKVO_EDEADLK;
 
+	/* Its waits (the join, the flushes) are not cancellation points. */
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
 	hubs_remove(hub);
 	ckvo__reclaimer_stop(hub);
 	do {
@@ -202,6 +205,7 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 	(void)pthread_cond_destroy(&hub->wake);
 	(void)pthread_mutex_destroy(&hub->lock);
 	free(hub);
+	(void)pthread_setcancelstate(state, NULL);
 	return CKVO_OK;
 }
 
