@@ -15,7 +15,11 @@
  *   thread at fork time must not block grace periods forever.
  * - The child also recounts each hub's pending releases (releases other
  *   threads were about to run are lost with them, session.c) and starts a
- *   background reclaimer where entries are pending (reclaimer.c).
+ *   background reclaimer where entries are pending (reclaimer.c). The
+ *   forking thread may be inside a release, as a runner: its own waiter
+ *   records and chunk stay valid in the child (release.c).
+ * - Flush and destroy wait with cancellation disabled: a cancelled caller
+ *   finishes them and never leaves the hub locked or its records linked.
  * - Destroying a hub first stops its background reclaimer (joining it, so
  *   releases it was running have returned), then removes every
  *   observation, waits for a grace period (no other thread may be using the

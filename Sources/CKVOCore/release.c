@@ -38,11 +38,12 @@
  *   also waits for the releases it started by strict removal, whichever
  *   thread runs them: the effect of the nested calls of old, without their
  *   stack. Waiters for earlier tickets do not move.
- * - A runner runs up to a ticket: what was queued when it began, moved by
- *   the follow-ups of the releases it runs. It never takes over other
- *   threads' later work indefinitely: what is left queued when it stops is
- *   the background reclaimer's (reclaimer.c), armed by the commit that
- *   follows.
+ * - A runner runs up to a ticket, moved by the follow-ups of the releases
+ *   it runs: a writer's commit, its share plus one chunk; the background
+ *   reclaimer, what was queued when it began; a flush, its own ticket. It
+ *   never takes over other threads' later work indefinitely: what is left
+ *   queued when it stops is the background reclaimer's (reclaimer.c), armed
+ *   by the commit that follows.
  * - A flush (session.c) takes its ticket after queueing what it detached:
  *   it waits until `done` reaches that ticket, moved by follow-ups as
  *   above, and no further. While another thread is the runner it sleeps on

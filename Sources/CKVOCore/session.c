@@ -24,8 +24,9 @@
  * - A commit polls only once CKVO_RECLAIM_BATCH entries are pending (a
  *   scan with membarrier costs microseconds: churn pays it once per batch),
  *   or when a list or map of CKVO_RECLAIM_LARGE bytes or more was retired
- *   (its growth paid for the scan). Then, if it may, it runs the queue as
- *   the runner (release.c). Whatever it leaves pending or queued, it arms
+ *   (its growth paid for the scan). Then, if it may, it runs its share of
+ *   the queue as the runner, or is slowed while the backlog is over its
+ *   bound (release.c). Whatever it leaves pending or queued, it arms
  *   the hub's background reclaimer (reclaimer.c) by bumping hub->wakeups
  *   and waking the futex on it: the reclaimer passes within
  *   CKVO_RECLAIM_PERIOD_NS, so a release never waits for an unrelated call
@@ -35,15 +36,19 @@
  *   what a flush waited for is released, and when the background reclaimer
  *   goes idle: the spares kept for records in flight go back then.
  * - pending_releases = retired - done: observations removed whose release
- *   has not returned yet (retired, detached by a flush, or queued). In a
- *   fork child, where the chunk a vanished runner held and what a vanished
- *   flush detached are lost, `retired` is recounted from what remains.
+ *   has not returned yet (retired, detached by a flush, or queued); all
+ *   counters start at ckvo__counter_start(0), so the difference stays right
+ *   across their wrap. In a fork child, where the chunk a vanished runner
+ *   held and what a vanished flush detached are lost, `retired` is
+ *   recounted from what remains (the forking thread's own chunk included).
  * - A flush (ckvo__session_flush: flush, strict unobserve, destroy) first
  *   detaches every retired entry under the lock, then, without the lock,
  *   waits a grace period (ckvo__grace_wait: one IDLE or two SETTLED scans,
  *   every scan after the detach), then queues the observations and waits
  *   for the queue up to their ticket (release.c): never for work queued
- *   after the call. Callers refuse inside a read section, where the scans
+ *   after the call. A flush runs with cancellation disabled, so a thread
+ *   never dies holding the lock or with its record on hub->flushes.
+ *   Callers refuse inside a read section, where the scans
  *   would wait for the caller itself. A strict unobserve called from a
  *   release waits for the grace period only: its release is queued behind
  *   the running one.
