@@ -19,6 +19,7 @@
 #include <pthread.h>
 
 #include "ckvo.h"
+#include "counters.h"
 #include "epoch.h"
 #include "reader.h"
 #include "registry.h"
@@ -30,6 +31,7 @@
  */
 struct ckvo_waiter {
 	uint64_t ticket;
+	pthread_t thread;             /* its thread: a fork child keeps only its own */
 	struct ckvo_waiter *next;
 };
 
@@ -80,10 +82,25 @@ struct ckvo_hub {
  */
 #define CKVO_RECLAIM_PERIOD_NS 10000000L
 
+/* Observations a runner takes off the queue at once: one lock per chunk to give records back. */
+#define CKVO_RELEASE_CHUNK 64u
+
+/*
+ * The release backlog's bound (SPEC §2.23, release.c): releases queued and
+ * not yet returned above which a removal made outside every callback and
+ * release helps the runner or waits for it. Each such call runs at most its
+ * own share (what it removed) plus CKVO_RELEASE_CHUNK others' releases.
+ * pending_releases also counts what waits for its grace period: with no
+ * dispatch holding one open, at most 2 * CKVO_RECLAIM_BATCH more, plus the
+ * removals of the calls in progress.
+ */
+#define CKVO_RELEASE_BACKLOG 4096u
+
 /* release.c: the release runner */
 bool ckvo__release_init(struct ckvo_hub *hub);
 void ckvo__release_enqueue(struct ckvo_hub *hub, struct ckvo_parcels *parcels);
-void ckvo__release_run(struct ckvo_hub *hub);
+void ckvo__release_run(struct ckvo_hub *hub, uint64_t share);
+void ckvo__release_run_all(struct ckvo_hub *hub);
 void ckvo__release_wait(struct ckvo_hub *hub, uint64_t ticket);
 bool ckvo__release_is_runner(const struct ckvo_hub *hub);
 uint64_t ckvo__release_origin(const struct ckvo_hub *hub);

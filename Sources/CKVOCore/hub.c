@@ -15,7 +15,11 @@
  *   thread at fork time must not block grace periods forever.
  * - The child also recounts each hub's pending releases (releases other
  *   threads were about to run are lost with them, session.c) and starts a
- *   background reclaimer where entries are pending (reclaimer.c).
+ *   background reclaimer where entries are pending (reclaimer.c). The
+ *   forking thread may be inside a release, as a runner: its own waiter
+ *   records and chunk stay valid in the child (release.c).
+ * - Flush and destroy wait with cancellation disabled: a cancelled caller
+ *   finishes them and never leaves the hub locked or its records linked.
  * - Destroying a hub first stops its background reclaimer (joining it, so
  *   releases it was running have returned), then removes every
  *   observation, waits for a grace period (no other thread may be using the
@@ -167,6 +171,7 @@ ckvo_status_t
 ckvo_hub_destroy(ckvo_hub_t *hub)
 {
 	bool busy;
+	int state;
 
 	if (hub == NULL)
 		return CKVO_OK;
@@ -181,6 +186,8 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 	if (busy)
 		return CKVO_EDEADLK;
 
+	/* Its waits (the join, the flushes) are not cancellation points. */
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
 	hubs_remove(hub);
 	ckvo__reclaimer_stop(hub);
 	do {
@@ -202,6 +209,7 @@ ckvo_hub_destroy(ckvo_hub_t *hub)
 	(void)pthread_cond_destroy(&hub->wake);
 	(void)pthread_mutex_destroy(&hub->lock);
 	free(hub);
+	(void)pthread_setcancelstate(state, NULL);
 	return CKVO_OK;
 }
 

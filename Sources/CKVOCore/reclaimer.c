@@ -53,7 +53,13 @@
  *   new one. Except under ThreadSanitizer, which kills a child of a
  *   multi-threaded process that starts a thread (its die_after_fork): there
  *   a fork child starts none, and its releases and deferred removals run at
- *   its next registration, removal or flush.
+ *   its next registration, removal or flush. A fork from a release this
+ *   thread runs leaves it as the child's only thread: it stays the hub's
+ *   reclaimer there, and the child starts no other.
+ * - A release that ends the thread (pthread_exit) unwinds through a cleanup
+ *   handler: unless ckvo_hub_destroy is stopping it (and joins it), the
+ *   thread detaches itself and starts its successor, so deferred removals
+ *   always have a thread to carry them out.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -144,6 +150,25 @@ wait_for_work(struct ckvo_hub *hub)
 }
 
 
+/*
+ * The thread exits inside a release it runs (the runner's own handler ran
+ * first, release.c): unless the hub is being destroyed, which joins it, it
+ * detaches itself and a new thread takes over.
+ */
+static void
+reclaimer_abandoned(void *argument)
+{
+	struct ckvo_hub *hub = argument;
+
+	(void)pthread_mutex_lock(&hub->lock);
+	if (!hub->reclaimer_stopped) {
+		(void)pthread_detach(pthread_self());
+		hub->reclaimer_running = false;
+		(void)ckvo__reclaimer_start(hub);
+	}
+	(void)pthread_mutex_unlock(&hub->lock);
+}
+
 static void *
 reclaimer_main(void *argument)
 {
@@ -151,6 +176,7 @@ reclaimer_main(void *argument)
 	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
 
 	reclaiming = hub;
+	pthread_cleanup_push(reclaimer_abandoned, hub);
 	(void)pthread_mutex_lock(&hub->lock);
 	for (;;) {
 		wait_for_work(hub);
@@ -160,7 +186,7 @@ reclaimer_main(void *argument)
 		/* Deferred removals and a poll: what is ready is queued (session.c). */
 		ckvo__session_pass(hub, &ready);
 		/* Runs the queue as the hub's runner unless another thread is (release.c). */
-		ckvo__release_run(hub);
+		ckvo__release_run_all(hub);
 		if (ready.memory == NULL)
 			continue;
 
@@ -169,6 +195,7 @@ reclaimer_main(void *argument)
 		(void)pthread_mutex_lock(&hub->lock);
 	}
 	(void)pthread_mutex_unlock(&hub->lock);
+	pthread_cleanup_pop(0);
 	return NULL;
 }
 
@@ -216,6 +243,13 @@ ckvo__reclaimer_after_fork_child(struct ckvo_hub *hub)
 	no_thread_after_fork = true;
 #endif
 	(void)ckvo__reclaimer_init(hub);
+	if (reclaiming == hub) {
+		/* Forked from a release it runs: this thread goes on as the child's reclaimer. */
+		hub->reclaimer = pthread_self();
+		hub->reclaimer_running = true;
+		hub->armed = true;
+		return;
+	}
 	hub->reclaimer_running = false;
 	hub->armed = false;
 	/* A new thread looks for work before it first sleeps: no wake-up needed. */

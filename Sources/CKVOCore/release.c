@@ -38,11 +38,12 @@
  *   also waits for the releases it started by strict removal, whichever
  *   thread runs them: the effect of the nested calls of old, without their
  *   stack. Waiters for earlier tickets do not move.
- * - A runner runs up to a ticket: what was queued when it began, moved by
- *   the follow-ups of the releases it runs. It never takes over other
- *   threads' later work indefinitely: what is left queued when it stops is
- *   the background reclaimer's (reclaimer.c), armed by the commit that
- *   follows.
+ * - A runner runs up to a ticket, moved by the follow-ups of the releases
+ *   it runs: a writer's commit, its share plus one chunk; the background
+ *   reclaimer, what was queued when it began; a flush, its own ticket. It
+ *   never takes over other threads' later work indefinitely: what is left
+ *   queued when it stops is the background reclaimer's (reclaimer.c), armed
+ *   by the commit that follows.
  * - A flush (session.c) takes its ticket after queueing what it detached:
  *   it waits until `done` reaches that ticket, moved by follow-ups as
  *   above, and no further. While another thread is the runner it sleeps on
@@ -53,17 +54,32 @@
  *   (token.c): it never opens a writer session, never polls and never
  *   carries out deferred removals, so running releases never re-enters the
  *   session that queued them.
+ * - The backlog is bounded (SPEC §2.23). A writer's commit, outside every
+ *   callback and release, runs at most its own share (what it removed) plus
+ *   CKVO_RELEASE_CHUNK others' releases; the background reclaimer runs the
+ *   rest. While more than CKVO_RELEASE_BACKLOG releases are queued and not
+ *   returned, such a commit helps (runs that budget as the runner) or, while
+ *   another thread is the runner, sleeps on hub->ran until the backlog is
+ *   back under the bound: it never returns over the bound without having
+ *   run its budget, so removals cannot outpace the runner.
  * - Nothing is held privately across a callback the engine does not
- *   control except a runner's current chunk: a thread that exits inside an
- *   initial callback or a dispatch leaves the queue as it was, and the
- *   background reclaimer runs it.
+ *   control except a runner's current chunk and the waiter records of the
+ *   runner's frames. A thread that exits inside a release (pthread_exit, or
+ *   a cancellation the release acts on) unwinds through cleanup handlers
+ *   that, under the lock: count the releases of its chunk up to the one that
+ *   exited as run, put the rest back at the front of the queue, unlink its
+ *   waiter records and give up the runner role, waking the reclaimer. After
+ *   fork() the child keeps the forking thread's own waiter records (it may be
+ *   inside a release, as the runner) and drops every other thread's.
+ * - Tickets (queued, taken, done, waiters' tickets) are 64-bit counters
+ *   compared with ckvo__counter_before: their wrap is a place they pass.
+ *   origin 0 means "none", so the release at ticket 0 hands its follow-ups
+ *   origin ~0: waiters for the release before it wait for them too.
  */
 #include <stdlib.h>
 
+#include "counters.h"
 #include "engine.h"
-
-/* Observations a runner takes off the queue at once: one lock per chunk to give records back. */
-#define CKVO_RELEASE_CHUNK 64u
 
 /* This thread's part in running releases, across all hubs. */
 struct runner_thread {
@@ -77,7 +93,15 @@ static __thread struct runner_thread runner_thread __attribute__((tls_model("ini
 bool
 ckvo__release_init(struct ckvo_hub *hub)
 {
+	hub->queued = hub->taken = hub->done = ckvo__counter_start(0);
 	return pthread_cond_init(&hub->ran, NULL) == 0;
+}
+
+/* The later of two tickets. */
+static inline uint64_t
+ticket_max(uint64_t a, uint64_t b)
+{
+	return ckvo__counter_before(a, b) ? b : a;
 }
 
 /* Appends the observation at `link` to the queue. */
@@ -106,8 +130,8 @@ queue_follow_up(struct ckvo_hub *hub, ck_stack_entry_t *link, uint64_t origin)
 	if (hub->queue_tail == NULL)
 		hub->queue_tail = link;
 	for (struct ckvo_waiter *waiter = hub->waiters; waiter != NULL; waiter = waiter->next) {
-		if (waiter->ticket >= origin)
-			waiter->ticket = (waiter->ticket > hub->taken ? waiter->ticket : hub->taken) + 1;
+		if (!ckvo__counter_before(waiter->ticket, origin))
+			waiter->ticket = ticket_max(waiter->ticket, hub->taken) + 1;
 	}
 }
 
@@ -137,13 +161,17 @@ ckvo__release_enqueue(struct ckvo_hub *hub, struct ckvo_parcels *parcels)
 uint64_t
 ckvo__release_origin(const struct ckvo_hub *hub)
 {
-	return runner_thread.running == hub && runner_thread.releasing != 0 ? runner_thread.position : 0;
+	if (runner_thread.running != hub || runner_thread.releasing == 0)
+		return 0;
+	/* 0 means none: see the invariants. */
+	return runner_thread.position != 0 ? runner_thread.position : ~(uint64_t)0;
 }
 
 static void
 waiter_add(struct ckvo_hub *hub, struct ckvo_waiter *waiter, uint64_t ticket)
 {
 	waiter->ticket = ticket;
+	waiter->thread = pthread_self();
 	waiter->next = hub->waiters;
 	hub->waiters = waiter;
 }
@@ -171,11 +199,65 @@ ckvo__releasing(void)
 	return runner_thread.releasing != 0;
 }
 
+/* A runner's frame, for the cleanup handler of a thread that exits inside a release. */
+struct run_frame {
+	struct ckvo_hub *hub;
+	struct ckvo_waiter *self;
+	ck_stack_entry_t *chunk;  /* the chunk being released */
+	ck_stack_entry_t *cursor; /* the observation whose release is being called */
+	unsigned int count;       /* in the chunk */
+};
+
+/*
+ * The thread exits inside the release at frame->cursor (without the lock):
+ * that release and those before it count as run; the rest of the chunk goes
+ * back to the front of the queue with its tickets, for the next runner.
+ */
+static void
+run_abandoned(void *argument)
+{
+	struct run_frame *frame = argument;
+	struct ckvo_hub *hub = frame->hub;
+	ck_stack_entry_t *cursor = frame->chunk, *next, *last;
+	unsigned int ran = 0;
+
+	runner_thread.releasing--;
+	(void)pthread_mutex_lock(&hub->lock);
+	for (;; cursor = next) {
+		bool exited = cursor == frame->cursor;
+
+		next = cursor->next;
+		ckvo__token_return(&hub->registry, CKVO_CONTAINER(struct ckvo_observation, link, cursor));
+		ran++;
+		if (exited)
+			break;
+	}
+	hub->done += ran;
+	if (next != NULL) {
+		for (last = next; last->next != NULL; last = last->next)
+			;
+		last->next = hub->queue_head;
+		hub->queue_head = next;
+		if (hub->queue_tail == NULL)
+			hub->queue_tail = last;
+		hub->taken -= frame->count - ran;
+	}
+	waiter_remove(hub, frame->self);
+	hub->running = false;
+	(void)pthread_cond_broadcast(&hub->ran);
+	/* What is left is the background reclaimer's, as when a runner stops. */
+	if (hub->queue_head != NULL) {
+		hub->armed = true;
+		ckvo__session_wake(hub);
+	}
+	(void)pthread_mutex_unlock(&hub->lock);
+}
+
 /*
  * With the lock held and no runner: runs queued releases, as the hub's
  * runner, until `done` reaches `ticket`, moved by follow-ups (or the queue
- * is empty). Drops the
- * lock around each chunk's releases; returns with it held.
+ * is empty). Drops the lock around each chunk's releases; returns with it
+ * held.
  */
 static void
 run(struct ckvo_hub *hub, uint64_t ticket)
@@ -183,13 +265,14 @@ run(struct ckvo_hub *hub, uint64_t ticket)
 	struct ckvo_hub *outer = runner_thread.running;
 	uint64_t outer_position = runner_thread.position;
 	struct ckvo_waiter self;
+	struct run_frame frame = { hub, &self, NULL, NULL, 0 };
 
 	hub->running = true;
 	hub->runner = pthread_self();
 	runner_thread.running = hub;
 	/* The follow-ups of the releases it runs move its ticket like any waiter's. */
 	waiter_add(hub, &self, ticket);
-	while (hub->done < self.ticket && hub->queue_head != NULL) {
+	while (ckvo__counter_before(hub->done, self.ticket) && hub->queue_head != NULL) {
 		ck_stack_entry_t *chunk = hub->queue_head, *last = chunk, *cursor, *next;
 		uint64_t want = self.ticket - hub->taken, position = hub->taken;
 		unsigned int count = 1;
@@ -205,6 +288,8 @@ run(struct ckvo_hub *hub, uint64_t ticket)
 			hub->queue_tail = NULL;
 		last->next = NULL;
 		hub->taken += count;
+		frame.chunk = chunk;
+		frame.count = count;
 
 		(void)pthread_mutex_unlock(&hub->lock);
 		/*
@@ -217,15 +302,18 @@ run(struct ckvo_hub *hub, uint64_t ticket)
 		 */
 		CKVO_TSAN_ACQUIRE(&ckvo__epoch);
 		runner_thread.releasing++;
+		pthread_cleanup_push(run_abandoned, &frame);
 		for (cursor = chunk; cursor != NULL; cursor = cursor->next) {
 			struct ckvo_observation *obs =
 			    CKVO_CONTAINER(struct ckvo_observation, link, cursor);
 
 			/* Its ticket: what it queues is its follow-up (ckvo__release_enqueue). */
 			runner_thread.position = ++position;
+			frame.cursor = cursor;
 			if (obs->release != NULL)
 				obs->release(obs->context);
 		}
+		pthread_cleanup_pop(0);
 		runner_thread.releasing--;
 		/* The lock only: deferred removals are the session's (session.c), not the runner's. */
 		(void)pthread_mutex_lock(&hub->lock);
@@ -244,27 +332,97 @@ run(struct ckvo_hub *hub, uint64_t ticket)
 	(void)pthread_cond_broadcast(&hub->ran);
 }
 
+/* Releases queued and not yet returned. */
+static inline uint64_t
+backlog(const struct ckvo_hub *hub)
+{
+	return hub->queued - hub->done;
+}
+
+/* As the runner, runs at most `budget` releases; returns how many ran. */
+static uint64_t
+run_some(struct ckvo_hub *hub, uint64_t budget)
+{
+	uint64_t done = hub->done, queued = hub->queued - hub->taken;
+
+	run(hub, hub->taken + (budget < queued ? budget : queued));
+	return hub->done - done;
+}
+
+/*
+ * More than CKVO_RELEASE_BACKLOG releases are waiting: helps as the runner,
+ * or sleeps while another thread is, until the backlog is under the bound or
+ * this call has run its budget. Not a cancellation point.
+ */
+static __attribute__((noinline)) void
+throttle(struct ckvo_hub *hub, uint64_t budget)
+{
+	uint64_t ran;
+	int state;
+
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
+	while (backlog(hub) > CKVO_RELEASE_BACKLOG && hub->queue_head != NULL) {
+		if (hub->running) {
+			(void)pthread_cond_wait(&hub->ran, &hub->lock);
+			continue;
+		}
+		if (budget == 0)
+			break;
+		/* Follow-ups may make it run more than asked. */
+		ran = run_some(hub, budget);
+		budget -= ran < budget ? ran : budget;
+	}
+	(void)pthread_setcancelstate(state, NULL);
+}
+
 void
-ckvo__release_run(struct ckvo_hub *hub)
+ckvo__release_run(struct ckvo_hub *hub, uint64_t share)
+{
+	if (hub->queue_head == NULL || !may_run())
+		return;
+	if (CKVO_UNLIKELY(backlog(hub) > CKVO_RELEASE_BACKLOG)) {
+		throttle(hub, share + CKVO_RELEASE_CHUNK);
+		return;
+	}
+	if (!hub->running)
+		(void)run_some(hub, share + CKVO_RELEASE_CHUNK);
+}
+
+void
+ckvo__release_run_all(struct ckvo_hub *hub)
 {
 	if (hub->queue_head == NULL || hub->running || !may_run())
 		return;
 	run(hub, hub->queued);
 }
 
+/* The waiter record of a thread that exits inside a release it runs while waiting. */
+static void
+wait_abandoned(void *argument)
+{
+	struct run_frame *frame = argument;
+
+	(void)pthread_mutex_lock(&frame->hub->lock);
+	waiter_remove(frame->hub, frame->self);
+	(void)pthread_mutex_unlock(&frame->hub->lock);
+}
+
 void
 ckvo__release_wait(struct ckvo_hub *hub, uint64_t ticket)
 {
 	struct ckvo_waiter self;
+	struct run_frame frame = { hub, &self, NULL, NULL, 0 };
 
 	waiter_add(hub, &self, ticket);
-	while (hub->done < self.ticket) {
+	pthread_cleanup_push(wait_abandoned, &frame);
+	while (ckvo__counter_before(hub->done, self.ticket)) {
 		if (!hub->running) {
 			run(hub, self.ticket);
 			continue;
 		}
 		(void)pthread_cond_wait(&hub->ran, &hub->lock);
 	}
+	pthread_cleanup_pop(0);
 	waiter_remove(hub, &self);
 }
 
@@ -277,10 +435,20 @@ ckvo__release_is_runner(const struct ckvo_hub *hub)
 void
 ckvo__release_after_fork_child(struct ckvo_hub *hub)
 {
+	struct ckvo_waiter **link = &hub->waiters;
+
 	/* A waiter or runner of the parent may be listed in the condition: start it afresh. */
-	(void)ckvo__release_init(hub);
-	/* Waiters of vanished threads: their records were on their stacks. */
-	hub->waiters = NULL;
+	(void)pthread_cond_init(&hub->ran, NULL);
+	/*
+	 * Waiters of vanished threads go (their records were on their stacks);
+	 * this thread's stay: it may be inside a release, as the runner.
+	 */
+	while (*link != NULL) {
+		if (pthread_equal((*link)->thread, pthread_self()))
+			link = &(*link)->next;
+		else
+			*link = (*link)->next;
+	}
 	if (hub->running && !pthread_equal(hub->runner, pthread_self())) {
 		/* The chunk the vanished runner held is lost with it: count it as done. */
 		hub->done = hub->taken;

@@ -24,8 +24,9 @@
  * - A commit polls only once CKVO_RECLAIM_BATCH entries are pending (a
  *   scan with membarrier costs microseconds: churn pays it once per batch),
  *   or when a list or map of CKVO_RECLAIM_LARGE bytes or more was retired
- *   (its growth paid for the scan). Then, if it may, it runs the queue as
- *   the runner (release.c). Whatever it leaves pending or queued, it arms
+ *   (its growth paid for the scan). Then, if it may, it runs its share of
+ *   the queue as the runner, or is slowed while the backlog is over its
+ *   bound (release.c). Whatever it leaves pending or queued, it arms
  *   the hub's background reclaimer (reclaimer.c) by bumping hub->wakeups
  *   and waking the futex on it: the reclaimer passes within
  *   CKVO_RECLAIM_PERIOD_NS, so a release never waits for an unrelated call
@@ -35,15 +36,19 @@
  *   what a flush waited for is released, and when the background reclaimer
  *   goes idle: the spares kept for records in flight go back then.
  * - pending_releases = retired - done: observations removed whose release
- *   has not returned yet (retired, detached by a flush, or queued). In a
- *   fork child, where the chunk a vanished runner held and what a vanished
- *   flush detached are lost, `retired` is recounted from what remains.
+ *   has not returned yet (retired, detached by a flush, or queued); all
+ *   counters start at ckvo__counter_start(0), so the difference stays right
+ *   across their wrap. In a fork child, where the chunk a vanished runner
+ *   held and what a vanished flush detached are lost, `retired` is
+ *   recounted from what remains (the forking thread's own chunk included).
  * - A flush (ckvo__session_flush: flush, strict unobserve, destroy) first
  *   detaches every retired entry under the lock, then, without the lock,
  *   waits a grace period (ckvo__grace_wait: one IDLE or two SETTLED scans,
  *   every scan after the detach), then queues the observations and waits
  *   for the queue up to their ticket (release.c): never for work queued
- *   after the call. Callers refuse inside a read section, where the scans
+ *   after the call. A flush runs with cancellation disabled, so a thread
+ *   never dies holding the lock or with its record on hub->flushes.
+ *   Callers refuse inside a read section, where the scans
  *   would wait for the caller itself. A strict unobserve called from a
  *   release waits for the grace period only: its release is queued behind
  *   the running one.
@@ -58,6 +63,7 @@ void
 ckvo__session_init(struct ckvo_hub *hub)
 {
 	ckvo__limbo_init(&hub->limbo);
+	hub->retired = hub->flush_number = ckvo__counter_start(0);
 }
 
 /* Retires the observations on `unlinked`, as release `origin`'s follow-ups when not 0. */
@@ -134,12 +140,12 @@ leave(struct ckvo_hub *hub)
 
 /* The end of a commit that polls: out of line, once per CKVO_RECLAIM_BATCH retirements. */
 static __attribute__((noinline)) void
-commit_polling(struct ckvo_hub *hub)
+commit_polling(struct ckvo_hub *hub, unsigned int share)
 {
 	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
 
 	poll(hub, &ready);
-	ckvo__release_run(hub);
+	ckvo__release_run(hub, share);
 	leave(hub);
 	ckvo__ready_free(&ready);
 }
@@ -147,17 +153,20 @@ commit_polling(struct ckvo_hub *hub)
 void
 ckvo__session_commit(struct ckvo_hub *hub, struct ckvo_unlinked *unlinked)
 {
+	unsigned int share = 0;
+
 	if (unlinked != NULL && unlinked->head != NULL) {
+		share = unlinked->count;
 		/* Only the hub's runner, inside a release, removes follow-ups (release.c). */
 		retire_unlinked(hub, unlinked, hub->running ? ckvo__release_origin(hub) : 0);
 	}
 	if (CKVO_UNLIKELY(ckvo__limbo_due(&hub->limbo))) {
-		commit_polling(hub);
+		commit_polling(hub, share);
 		return;
 	}
-	/* Runs the queue here unless inside a callback or a release (release.c). */
+	/* Runs its share of the queue here unless inside a callback or a release (release.c). */
 	if (ckvo__release_queued(hub))
-		ckvo__release_run(hub);
+		ckvo__release_run(hub, share);
 	leave(hub);
 }
 
@@ -182,7 +191,10 @@ ckvo__session_flush(struct ckvo_hub *hub, bool wait_for_releases)
 	struct ckvo_retired detached;
 	struct ckvo_flush self = { 0, false, NULL }, **link;
 	uint64_t ticket;
+	int state;
 
+	/* Its waits are not cancellation points: a cancel acts after it returns. */
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
 	ckvo__session_begin(hub);
 	self.number = hub->flush_number++;
 	self.next = hub->flushes;
@@ -207,7 +219,8 @@ ckvo__session_flush(struct ckvo_hub *hub, bool wait_for_releases)
 	for (;;) {
 		struct ckvo_flush *earlier = hub->flushes;
 
-		while (earlier != NULL && (earlier->queued || earlier->number >= self.number))
+		while (earlier != NULL &&
+		    (earlier->queued || !ckvo__counter_before(earlier->number, self.number)))
 			earlier = earlier->next;
 		if (earlier == NULL)
 			break;
@@ -219,11 +232,16 @@ ckvo__session_flush(struct ckvo_hub *hub, bool wait_for_releases)
 	/* Every observation removed before the call is queued at or before this ticket. */
 	ticket = hub->queued;
 	if (wait_for_releases) {
+		/* Freed first: a release may end this thread (release.c). */
+		(void)pthread_mutex_unlock(&hub->lock);
+		ckvo__ready_free(&ready);
+		(void)pthread_mutex_lock(&hub->lock);
 		ckvo__release_wait(hub, ticket);
 		ckvo__session_settle(hub);
 	}
 	leave(hub);
 	ckvo__ready_free(&ready);
+	(void)pthread_setcancelstate(state, NULL);
 }
 
 void
@@ -243,8 +261,11 @@ void
 ckvo__session_after_fork_child(struct ckvo_hub *hub)
 {
 	ckvo__release_after_fork_child(hub);
-	/* Flushes of vanished threads never queue what they detached. */
+	/*
+	 * Flushes of vanished threads never queue what they detached (this
+	 * thread runs no user code inside a flush, so none of them is its own).
+	 */
 	hub->flushes = NULL;
-	/* Only what is retired or queued here can still be released. */
-	hub->retired = hub->done + ckvo__limbo_parcels(&hub->limbo) + (hub->queued - hub->taken);
+	/* Only what is retired or queued here (this thread's chunk included) can still be released. */
+	hub->retired = hub->queued + ckvo__limbo_parcels(&hub->limbo);
 }

@@ -15,7 +15,9 @@
  *   - Blocking: dispatch (will/did change, has_observers) never blocks and
  *     never takes a lock. Registration and removal serialize on a per-hub
  *     writer lock that is never held while user code runs, so they never
- *     wait for a callback. Only the functions whose name or comment says
+ *     wait for a callback (a removal may wait for a release another thread
+ *     runs, only while the release backlog is over its bound: see
+ *     ckvo_release_t). Only the functions whose name or comment says
  *     "waits" (ckvo_unobserve_sync, ckvo_hub_flush, ckvo_hub_destroy) wait
  *     for dispatches running on other threads.
  *   - Background thread: a hub starts one thread of its own at its first
@@ -214,6 +216,25 @@ typedef void (*ckvo_callback_t)(const ckvo_change_t *change, void *context);
  * (it would wait for the running release); ckvo_hub_destroy of the hub
  * whose observation it releases returns CKVO_EDEADLK, destroying nothing.
  *
+ * Backlog (SPEC §2.23): when removals outpace the runner, a removal made
+ * outside every callback and release (ckvo_unobserve and its variants,
+ * ckvo_observe's own commit) runs at most what it removed plus 64 releases
+ * of other observations (CKVO_RELEASE_CHUNK); while more than 4096 releases
+ * are queued (CKVO_RELEASE_BACKLOG) it helps, or sleeps while another thread
+ * runs the queue, until the backlog is under that bound. So pending_releases
+ * stays under 4096 + 128 (what waits for a grace period, while no dispatch
+ * holds one open) + the removals of the calls in progress, about 60 bytes
+ * each plus what their contexts hold. Such a removal may thus wait for a
+ * release running on another thread: do not call it holding a lock a
+ * release takes (the same rule as for releases it runs itself). Removals
+ * made inside a callback or a release are never slowed.
+ *
+ * Threads: a release may call fork(): in the child the forking thread goes
+ * on as the hub's runner (or its background thread) and the hub works. A
+ * release that ends its thread (pthread_exit, or a cancellation it acts on)
+ * counts as run; the releases after it are run by another thread, each
+ * exactly once, and a background thread that ends this way is replaced.
+ *
  * Promptness: with no dispatch running, the release runs within about 10 ms
  * of the removal even if the process makes no further call; with dispatches
  * running on other threads, within about 30 ms of the moment every dispatch
@@ -264,6 +285,7 @@ CKVO_EXPORT ckvo_hub_t *ckvo_hub_create(void);
  * (it lives as long as the process) and CKVO_EDEADLK, destroying nothing,
  * when called from inside a callback or from a release of this hub
  * (whichever thread runs it). From a release of another hub it is allowed.
+ * Not a cancellation point: it runs with cancellation disabled.
  */
 CKVO_EXPORT ckvo_status_t ckvo_hub_destroy(ckvo_hub_t *hub);
 
@@ -279,7 +301,11 @@ CKVO_EXPORT ckvo_hub_t *ckvo_hub_default(void);
  * releases of observations removed after the call began. Releases are
  * prompt without it (see ckvo_release_t); it is for orderly shutdown and
  * tests that need them at once. Returns CKVO_EDEADLK, waiting for nothing,
- * from inside a callback or a release.
+ * from inside a callback or a release. It returns while other threads keep
+ * removing: later removals never extend its wait. Not a cancellation point:
+ * it runs with cancellation disabled (also while it runs releases), so a
+ * pthread_cancel takes effect at the thread's next cancellation point after
+ * it returns; the same holds for ckvo_unobserve_sync and ckvo_hub_destroy.
  */
 CKVO_EXPORT ckvo_status_t ckvo_hub_flush(ckvo_hub_t *hub);
 
@@ -365,6 +391,10 @@ CKVO_EXPORT ckvo_status_t ckvo_observe(ckvo_hub_t *hub, const void *object, ckvo
  * dispatch running on another thread may still be inside its callback; use
  * ckvo_unobserve_sync to wait for that. `release` runs later, after a grace
  * period. CKVO_ENOENT for a token that is unknown, stale or already removed.
+ * Outside callbacks and releases it may run up to 65 queued releases (its
+ * own share plus 64), and while the release backlog is over its bound it
+ * waits for the thread running them (see ckvo_release_t); its waits are not
+ * cancellation points.
  */
 CKVO_EXPORT ckvo_status_t ckvo_unobserve(ckvo_hub_t *hub, ckvo_token_t token);
 

@@ -514,6 +514,75 @@ size_t ckvots_announce_keys(ckvo_hub_t *hub, const void *object, const ckvo_key_
 size_t ckvots_keys_with_observers(ckvo_hub_t *hub, const void *object, const ckvo_key_t *keys,
     size_t count);
 
+/* --------------------------------------------------- release_backlog.c */
+
+/* Failures of the release_backlog.c scenarios (0 is success). */
+enum {
+	CKVOTS_BACKLOG_SETUP = -3000,    /* observing or starting a thread failed */
+	CKVOTS_BACKLOG_STATUS = -3001,   /* an API call failed */
+	CKVOTS_BACKLOG_NOT_ONCE = -3002, /* a context was not released exactly once */
+	CKVOTS_BACKLOG_NOT_RUN = -3003,  /* the wanted thread never ran the release (after retries) */
+	CKVOTS_BACKLOG_NOT_PROMPT = -3004, /* a deferred removal was not released without a call */
+	CKVOTS_BACKLOG_CANCELLED_INSIDE = -3005, /* the cancel took effect inside ckvo_hub_flush */
+};
+
+/* Which thread runs the releases of a scenario. */
+enum {
+	CKVOTS_RUNNER_FLUSH = 0,      /* a ckvo_hub_flush of deferred removals */
+	CKVOTS_RUNNER_REMOVAL = 1,    /* the 64th ckvo_unobserve, whose commit polls */
+	CKVOTS_RUNNER_BACKGROUND = 2, /* the hub's background thread */
+};
+
+/* Where a thread is cancelled inside ckvo_hub_flush. */
+enum {
+	CKVOTS_CANCEL_WAITING_FOR_RUNNER = 0, /* sleeping while another thread runs a release */
+	CKVOTS_CANCEL_IN_GRACE_PERIOD = 1,    /* waiting for a dispatch to return */
+};
+
+/*
+ * Two threads observe and unobserve (one observation at a time, unique
+ * contexts) for `milliseconds`, each release spinning `release_ns`; a third
+ * samples ckvo_hub_stats' pending_releases every 50 us into `*max_pending`.
+ * Then flushes and checks every context was released exactly once; `*cycles`
+ * is the number of observe/unobserve pairs. Returns 0 or a CKVOTS_BACKLOG_* code.
+ */
+int ckvots_backlog_churn(ckvo_hub_t *hub, ckvo_key_t key, long release_ns, unsigned milliseconds,
+    size_t *max_pending, uint64_t *cycles);
+
+/*
+ * The same churn for at most `seconds`; after 300 ms this thread flushes.
+ * `*returned_while_churning`: the flush returned before the churners' own
+ * deadline. `*missing`: observations removed before the flush began whose
+ * release had not run when it returned. Then as ckvots_backlog_churn.
+ */
+int ckvots_flush_during_churn(ckvo_hub_t *hub, ckvo_key_t key, long release_ns, unsigned seconds,
+    int *returned_while_churning, uint64_t *missing, uint64_t *cycles);
+
+/*
+ * A release run by `runner` (CKVOTS_RUNNER_*) forks. The child goes on (from
+ * the flush or removal that ran it, or inside the background thread's loop),
+ * uses the hub, flushes, checks every release ran once there and exits; the
+ * parent checks the same. Returns 0, the child's CKVOTS_FORK_* code, or a
+ * CKVOTS_BACKLOG_* code.
+ */
+int ckvots_fork_in_release(ckvo_hub_t *hub, ckvo_key_t key, int runner, unsigned timeout_seconds);
+
+/*
+ * A release run by `runner` calls pthread_exit. Then the rest is removed, a
+ * flush must return, every one of 128 contexts is released exactly once, and
+ * a deferred removal made afterwards is released with no further call.
+ * Returns 0 or a CKVOTS_BACKLOG_* code (a hang is the caller's timeout).
+ */
+int ckvots_exit_in_release(ckvo_hub_t *hub, ckvo_key_t key, int runner);
+
+/*
+ * A thread blocked in ckvo_hub_flush (`where`: CKVOTS_CANCEL_*) is
+ * cancelled; then the blocker lets go, and the hub must still take writers
+ * and flushes, and release everything once. Returns 0 or a CKVOTS_BACKLOG_*
+ * code (a hang is the caller's timeout).
+ */
+int ckvots_cancel_in_flush(ckvo_hub_t *hub, ckvo_key_t key, int where);
+
 #ifdef __cplusplus
 }
 #endif
