@@ -82,20 +82,6 @@ struct ckvo_hub {
  */
 #define CKVO_RECLAIM_PERIOD_NS 10000000L
 
-/* Observations a runner takes off the queue at once: one lock per chunk to give records back. */
-#define CKVO_RELEASE_CHUNK 64u
-
-/*
- * The release backlog's bound (SPEC §2.23, release.c): releases queued and
- * not yet returned above which a removal made outside every callback and
- * release helps the runner or waits for it. Each such call runs at most its
- * own share (what it removed) plus CKVO_RELEASE_CHUNK others' releases.
- * pending_releases also counts what waits for its grace period: with no
- * dispatch holding one open, at most 2 * CKVO_RECLAIM_BATCH more, plus the
- * removals of the calls in progress.
- */
-#define CKVO_RELEASE_BACKLOG 4096u
-
 /* release.c: the release runner */
 bool ckvo__release_init(struct ckvo_hub *hub);
 void ckvo__release_enqueue(struct ckvo_hub *hub, struct ckvo_parcels *parcels);

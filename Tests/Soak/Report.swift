@@ -1,9 +1,29 @@
 // Report.swift — the summary printed at the end of a run.
 
+import CSoakSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whether the engine's counters started near their ends (counters.h): how `make soak` runs.
+let countersNearTheirEnds: Bool = {
+    guard let value = getenv("CKVO_COUNTERS_NEAR_END") else { return false }
+    let text = String(cString: value)
+    return !text.isEmpty && text != "0"
+}()
+
 struct Report {
     let elapsed: Double
     let baseline: Int
     let end: Int
+
+    private var backlogLine: String {
+        let peak: Int = BacklogWatch.peak.load(ordering: .relaxed)
+        let slowest: Double = Double(csoak_unobserve_slowest_ns()) / 1e6
+        return "  backlog  pending releases peaked at \(peak) (bound \(BacklogWatch.bound)); "
+            + "slowest ckvo_unobserve \(oneDecimal(slowest)) ms"
+    }
 
     func print() {
         let t = Tally.shared
@@ -24,6 +44,8 @@ struct Report {
             "  hub      posts \(t[.posts]), observer registrations \(t[.listenerRegistrations]), "
                 + "deliveries \(t[.hubDeliveries])",
             "  threads  short-lived threads started \(t[.threadsStarted])",
+            backlogLine,
+            "  counters " + (countersNearTheirEnds ? "started 2^16 before their ends (CKVO_COUNTERS_NEAR_END)" : "from zero"),
             "  memory   RSS \(Memory.mebibytes(baseline)) after warm-up, \(Memory.mebibytes(end)) at the end: "
                 + "\(end >= baseline ? "+" : "")\(Memory.mebibytes(end - baseline)) "
                 + (Memory.isMeaningful

@@ -101,11 +101,13 @@ struct Round {
                 Tally.shared.merge(churn.tally)
             })
 
+        let backlog = BacklogWatch(hubs: [world.hub, ckvo_hub_default()])
         while round.running {
             usleep(20_000)
             violations.report()
         }
         threads.forEach { $0.join() }
+        backlog.finish()
         graveyard.close()
         graveyardThread.join()
         graveyard.dropAll()

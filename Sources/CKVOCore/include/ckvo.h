@@ -199,6 +199,15 @@ typedef struct ckvo_change {
 typedef void (*ckvo_callback_t)(const ckvo_change_t *change, void *context);
 
 /*
+ * The release backlog's bounds (see ckvo_release_t): releases queued and not
+ * yet returned above which a removal made outside every callback and release
+ * helps the runner or waits for it, and how many releases of other
+ * observations one call runs beyond its own share.
+ */
+#define CKVO_RELEASE_BACKLOG 4096u
+#define CKVO_RELEASE_CHUNK 64u
+
+/*
  * Called exactly once per successful ckvo_observe, when the observation has
  * been removed and a grace period has passed in which no dispatch can still
  * use `context`. Releases run from a per-hub queue, one at a time, on

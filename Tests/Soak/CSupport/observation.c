@@ -183,7 +183,7 @@ csoak_obs_remove(csoak_obs_t *obs, ckvo_token_t token, csoak_removal_t how)
 		break;
 	case CSOAK_REMOVE_PLAIN:
 	default:
-		status = ckvo_unobserve(hub, token);
+		status = csoak_unobserve_timed(hub, token);
 		break;
 	}
 	if (status == CKVO_OK) {

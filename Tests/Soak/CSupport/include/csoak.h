@@ -27,6 +27,17 @@
 extern "C" {
 #endif
 
+/* ----------------------------------------------------------- backlog.c */
+
+/*
+ * ckvo_unobserve, timed: the longest call so far is kept, for the report (a
+ * removal that inherits other threads' release work shows here; never a
+ * threshold).
+ */
+ckvo_status_t csoak_unobserve_timed(ckvo_hub_t *hub, ckvo_token_t token);
+/* The longest csoak_unobserve_timed call so far, in nanoseconds. */
+uint64_t csoak_unobserve_slowest_ns(void);
+
 /* ------------------------------------------------------------- clock.c */
 
 /*
