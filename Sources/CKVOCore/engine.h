@@ -16,7 +16,10 @@
 #ifndef CKVO_ENGINE_H
 #define CKVO_ENGINE_H
 
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ckvo.h"
 #include "counters.h"
@@ -109,7 +112,6 @@ void ckvo__session_pass(struct ckvo_hub *hub, struct ckvo_ready *ready);
 void ckvo__session_flush(struct ckvo_hub *hub, bool wait_for_releases);
 void ckvo__session_settle(struct ckvo_hub *hub);
 bool ckvo__session_idle(struct ckvo_hub *hub);
-void ckvo__session_wake(struct ckvo_hub *hub);
 void ckvo__session_after_fork_child(struct ckvo_hub *hub);
 
 /* Whether a pass has work: retired entries, queued releases, or removals readers queued. */
@@ -118,6 +120,18 @@ ckvo__session_wanted(struct ckvo_hub *hub)
 {
 	return ckvo__limbo_pending(&hub->limbo) != 0 || ckvo__release_queued(hub) ||
 	    ck_pr_load_ptr(&hub->registry.deferred.head) != NULL;
+}
+
+/*
+ * Wakes the hub's background reclaimer (reclaimer.c): a counter increment and
+ * a futex wake-up, no lock and no allocation, so a reader may call it too.
+ */
+static inline void
+ckvo__reclaimer_wake(struct ckvo_hub *hub)
+{
+	/* Locked increment: ordered after the caller's push, before the wake. */
+	ck_pr_inc_32(&hub->wakeups);
+	(void)syscall(SYS_futex, &hub->wakeups, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* reclaimer.c: the background reclaimer */

@@ -21,7 +21,7 @@
  *   commit, which retires it: an unlinked observation is never dropped.
  * - ckvo_unobserve_deferred takes no lock: the registry marks the
  *   observation on the read side, and the push that makes the hub's queue
- *   of deferred removals non-empty wakes the reclaimer (ckvo__session_wake).
+ *   of deferred removals non-empty wakes the reclaimer (ckvo__reclaimer_wake).
  */
 #include "engine.h"
 
@@ -161,7 +161,7 @@ ckvo_unobserve_deferred(ckvo_hub_t *hub, ckvo_token_t token)
 	status = ckvo__registry_defer(&hub->registry, token, &first);
 	/* The reclaimer carries the removal out if no writer does first (reclaimer.c). */
 	if (first)
-		ckvo__session_wake(hub);
+		ckvo__reclaimer_wake(hub);
 	return status;
 }
 

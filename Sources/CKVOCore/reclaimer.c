@@ -19,7 +19,7 @@
  * - A reader whose ckvo_unobserve_deferred takes the hub's queue of
  *   deferred removals from empty to non-empty wakes the thread too, with
  *   no lock and no allocation: it increments hub->wakeups and wakes the
- *   futex on that word (ckvo__session_wake). Idle, the thread reads
+ *   futex on that word (ckvo__reclaimer_wake). Idle, the thread reads
  *   hub->wakeups, then checks for work under the lock, then sleeps on the
  *   futex only while the word still holds what it read: a push after the
  *   check changed the word, so no wake-up is lost.
@@ -229,7 +229,7 @@ ckvo__reclaimer_stop(struct ckvo_hub *hub)
 	hub->reclaimer_running = false;
 	hub->armed = false;
 	(void)pthread_cond_broadcast(&hub->wake);
-	ckvo__session_wake(hub);
+	ckvo__reclaimer_wake(hub);
 	(void)pthread_mutex_unlock(&hub->lock);
 	/* It finishes the batch it may be running, then sees the flag. */
 	if (running)

@@ -248,7 +248,7 @@ run_abandoned(void *argument)
 	/* What is left is the background reclaimer's, as when a runner stops. */
 	if (hub->queue_head != NULL) {
 		hub->armed = true;
-		ckvo__session_wake(hub);
+		ckvo__reclaimer_wake(hub);
 	}
 	(void)pthread_mutex_unlock(&hub->lock);
 }

@@ -53,8 +53,6 @@
  *   release waits for the grace period only: its release is queued behind
  *   the running one.
  */
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -119,21 +117,13 @@ poll(struct ckvo_hub *hub, struct ckvo_ready *ready)
 	ckvo__release_enqueue(hub, &ready->parcels);
 }
 
-void
-ckvo__session_wake(struct ckvo_hub *hub)
-{
-	/* Locked increment: ordered after the caller's push, before the wake. */
-	ck_pr_inc_32(&hub->wakeups);
-	(void)syscall(SYS_futex, &hub->wakeups, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
 /* Drops the lock, leaving what is pending or queued to the background reclaimer. */
 static inline __attribute__((always_inline)) void
 leave(struct ckvo_hub *hub)
 {
 	if (!hub->armed && (ckvo__limbo_pending(&hub->limbo) != 0 || ckvo__release_queued(hub))) {
 		hub->armed = true;
-		ckvo__session_wake(hub);
+		ckvo__reclaimer_wake(hub);
 	}
 	(void)pthread_mutex_unlock(&hub->lock);
 }
