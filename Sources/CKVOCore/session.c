@@ -53,8 +53,6 @@
  *   release waits for the grace period only: its release is queued behind
  *   the running one.
  */
-#include <unistd.h>
-
 #include "engine.h"
 
 void
