@@ -255,22 +255,34 @@ struct scene {
 	ckvo_key_t key;
 	int runner;              /* CKVOTS_RUNNER_* */
 	pthread_t caller;        /* the thread whose removal or flush should run the releases */
+	atomic_int removing;     /* scene_remove is running: the only time a release may act */
 	atomic_int acted;        /* the one release that forks or exits did */
 	atomic_int in_child;
+	atomic_int fork_failed;
 	pid_t child;
 	ckvo_token_t tokens[SCENE_CELLS];
 	struct cell cells[SCENE_CELLS];
 	atomic_int caller_done;
 };
 
-/* Whether the release runs on the thread the scenario wants as runner. */
+/*
+ * Whether the release runs on the thread the scenario wants as runner, while
+ * scene_remove runs. The caller also runs releases afterwards, in the removals
+ * and the flush that clean up (for the removal runner, whenever the 64th
+ * commit's poll found nothing ready yet: other suites' dispatches keep grace
+ * periods open). Acting there would fork from code that does not expect it,
+ * and the child would return into the test runner.
+ */
 static bool
 on_wanted_runner(struct scene *scene)
 {
 	bool caller = pthread_equal(pthread_self(), scene->caller);
 
+	if (!atomic_load(&scene->removing))
+		return false;
 	return scene->runner == CKVOTS_RUNNER_BACKGROUND ? !caller : caller;
 }
+
 
 static int
 scene_observe(struct scene *scene, ckvo_release_t release)
@@ -309,6 +321,18 @@ scene_remove(struct scene *scene, int count)
 			(void)ckvo_unobserve(scene->hub, scene->tokens[i]);
 		return 0;
 	}
+}
+
+/* scene_remove, the one window in which the wanted runner's release acts. */
+static int
+scene_remove_acting(struct scene *scene, int count)
+{
+	int result;
+
+	atomic_store(&scene->removing, 1);
+	result = scene_remove(scene, count);
+	atomic_store(&scene->removing, 0);
+	return result;
 }
 
 static int
@@ -403,6 +427,10 @@ fork_release(void *context)
 	if (!on_wanted_runner(scene) || atomic_exchange(&scene->acted, 1) != 0)
 		return;
 	pid = fork();
+	if (pid < 0) {
+		atomic_store(&scene->fork_failed, 1);
+		return;
+	}
 	if (pid != 0) {
 		scene->child = pid;
 		return;
@@ -427,6 +455,9 @@ wait_child(pid_t pid, unsigned timeout_seconds)
 {
 	int status = 0;
 
+	/* Never waitpid(-1) or waitpid(0): those reap other tests' children. */
+	if (pid <= 0)
+		return CKVOTS_FORK_HELPER_WAIT;
 	for (unsigned long waited = 0;; waited++) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
 
@@ -466,13 +497,18 @@ ckvots_fork_in_release(ckvo_hub_t *hub, ckvo_key_t key, int runner, unsigned tim
 		scene->caller = pthread_self();
 		if (scene_observe(scene, fork_release) != 0)
 			return CKVOTS_BACKLOG_SETUP;
-		result = scene_remove(scene, runner == CKVOTS_RUNNER_REMOVAL ? 64 : SCENE_CELLS);
+		result = scene_remove_acting(scene, runner == CKVOTS_RUNNER_REMOVAL ? 64 : SCENE_CELLS);
 		if (atomic_load(&scene->in_child))
 			_exit(result != 0 ? CKVOTS_FORK_CHILD_FLUSH : child_finishes(scene));
 		for (int i = 0; i < SCENE_CELLS; i++)
 			(void)ckvo_unobserve(hub, scene->tokens[i]);
 		if (ckvo_hub_flush(hub) != CKVO_OK)
 			return CKVOTS_BACKLOG_STATUS;
+		/* The child has one thread: back in the test runner it would hang or run other tests. */
+		if (atomic_load(&scene->in_child))
+			_exit(CKVOTS_FORK_CHILD_ESCAPED);
+		if (atomic_load(&scene->fork_failed))
+			return CKVOTS_FORK_HELPER_FORK;
 		if (result == 0)
 			result = scene_check_once(scene);
 		if (result == 0)
@@ -502,7 +538,7 @@ exit_caller_main(void *argument)
 	struct scene *scene = argument;
 
 	scene->caller = pthread_self();
-	(void)scene_remove(scene, scene->runner == CKVOTS_RUNNER_REMOVAL ? 64 : SCENE_CELLS);
+	(void)scene_remove_acting(scene, scene->runner == CKVOTS_RUNNER_REMOVAL ? 64 : SCENE_CELLS);
 	atomic_store(&scene->caller_done, 1);
 	return scene;
 }

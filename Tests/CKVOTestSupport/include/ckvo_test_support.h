@@ -257,6 +257,7 @@ enum {
 	CKVOTS_FORK_CHILD_RELEASE = 15,
 	CKVOTS_FORK_CHILD_NEW_HUB = 16,
 	CKVOTS_FORK_CHILD_KEY = 17,
+	CKVOTS_FORK_CHILD_ESCAPED = 18, /* a fork child got back to the test's own code */
 	CKVOTS_FORK_HELPER_THREADS = 100,
 	CKVOTS_FORK_HELPER_FORK = 101,
 	CKVOTS_FORK_HELPER_WAIT = 102,
@@ -562,8 +563,10 @@ int ckvots_flush_during_churn(ckvo_hub_t *hub, ckvo_key_t key, long release_ns, 
  * A release run by `runner` (CKVOTS_RUNNER_*) forks. The child goes on (from
  * the flush or removal that ran it, or inside the background thread's loop),
  * uses the hub, flushes, checks every release ran once there and exits; the
- * parent checks the same. Returns 0, the child's CKVOTS_FORK_* code, or a
- * CKVOTS_BACKLOG_* code.
+ * parent checks the same. Only releases run while the scenario removes act:
+ * the parent's clean-up removals and flush run releases too, and a child
+ * forked there would return into the test runner. Returns 0, the child's
+ * CKVOTS_FORK_* code, or a CKVOTS_BACKLOG_* code.
  */
 int ckvots_fork_in_release(ckvo_hub_t *hub, ckvo_key_t key, int runner, unsigned timeout_seconds);
 
