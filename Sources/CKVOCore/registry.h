@@ -361,7 +361,7 @@ struct ckvo_tokens {
 	struct ckvo_token_page *free_pages; /* pages with a record not in use */
 	uint64_t generation_next, generation_end; /* this hub's block of generations */
 	uint32_t *vacant;       /* stack of directory entries whose page was freed */
-	uint32_t vacant_count;
+	uint32_t vacant_count, vacant_capacity;
 	uint32_t pages;         /* directory entries ever filled */
 	uint32_t spares;        /* pages kept with no record in use (token.c says how many) */
 	struct ckvo_token_page *spare_pages; /* those pages */
