@@ -208,11 +208,17 @@ typedef struct ckvo_hub_stats {
 	size_t keys;             /* interned keys */
 	size_t pending_releases; /* removed, their release not yet returned */
 	/*
-	 * Bytes the hub holds in its token pages and directory, its index
-	 * tables (identities, slot map, object and owner sets) beyond their
-	 * initial few KB, and the hub itself; not counted: observer lists,
-	 * slots, groups and key names (tens of bytes per observation), nor
-	 * memory retired and waiting for a grace period.
+	 * Heap bytes the hub holds, as requested from malloc (without the
+	 * allocator's own overhead): the hub, its token pages and directory,
+	 * its index tables (identities, slot map, object and owner sets, key
+	 * names), observer lists, slots, owner groups and their member arrays,
+	 * and every interned key with its name. Memory retired and waiting for
+	 * a grace period is not counted (it is on its way back: after
+	 * ckvo_hub_flush, twice so that records released by the first give
+	 * their pages back, it is freed). Per-thread reader records, shared by
+	 * every hub, are not counted. Exact: after a flush it differs from what
+	 * the hub took from malloc by nothing. Held memory stays proportional
+	 * to what is live (docs/reliability.md states the bound).
 	 */
 	size_t bytes;
 } ckvo_hub_stats_t;
