@@ -419,8 +419,10 @@ typedef struct ckvo_observation_info {
  * (dispatch) order.
  * Errors: CKVO_EINVAL (NULL hub or count, or out NULL with capacity > 0),
  * CKVO_ENOMEM (no reader record could be registered for this thread).
- * Cost: O(observations of the object) plus one lookup per key of the hub
- * that is observed on some object (per key for NULL).
+ * Cost: what the object has, never what the hub has: one hash lookup,
+ * then O(observations of the object + k * ceil(k / 64)) for the k keys
+ * observed on it (its keys are sorted 64 at a time, on the stack). For
+ * NULL: one load per key interned in the hub, plus the observations.
  */
 CKVO_EXPORT ckvo_status_t ckvo_object_observations(ckvo_hub_t *hub, const void *object,
     ckvo_observation_info_t *out, size_t capacity, size_t *count);

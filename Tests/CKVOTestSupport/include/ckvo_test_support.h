@@ -419,6 +419,11 @@ int ckvots_held_after_spike(size_t spike, size_t keep_every, int shape, ckvots_h
  */
 int ckvots_bytes_cycles(size_t spike, size_t cycles, long *ledger, long *stats);
 
+/* ----------------------------------------------------- listing_steps.c */
+
+/* Slots (keys, for a NULL object) the listings of this thread have examined so far. */
+uint64_t ckvots_listing_steps(void);
+
 /* -------------------------------------------------- probe_contention.c */
 
 /* What ckvots_probe_contention saw. */
