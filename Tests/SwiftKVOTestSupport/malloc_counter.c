@@ -123,9 +123,16 @@ ledger_remove(void *pointer)
 	atomic_flag_clear_explicit(&ledger_lock, memory_order_release);
 }
 
+/* Plain loads: off the ledger, each call costs a load and a branch, then a tail call. */
+#define LEDGER_ARMED() __builtin_expect(atomic_load_explicit(&ledger_armed, memory_order_relaxed), 0)
+#define LEDGER_IN_USE() \
+	__builtin_expect(atomic_load_explicit(&ledger_entries, memory_order_relaxed) != 0, 0)
+
 void *malloc(size_t size)
 {
 	SKVO_COUNT();
+	if (!LEDGER_ARMED())
+		return __libc_malloc(size);
 	void *pointer = __libc_malloc(size);
 	ledger_add(pointer, size);
 	return pointer;
@@ -133,13 +140,16 @@ void *malloc(size_t size)
 
 void free(void *pointer)
 {
-	ledger_remove(pointer);
+	if (LEDGER_IN_USE())
+		ledger_remove(pointer);
 	__libc_free(pointer);
 }
 
 void *calloc(size_t count, size_t size)
 {
 	SKVO_COUNT();
+	if (!LEDGER_ARMED())
+		return __libc_calloc(count, size);
 	void *pointer = __libc_calloc(count, size);
 	ledger_add(pointer, count * size);
 	return pointer;
@@ -148,7 +158,10 @@ void *calloc(size_t count, size_t size)
 void *realloc(void *pointer, size_t size)
 {
 	SKVO_COUNT();
-	ledger_remove(pointer);
+	if (LEDGER_IN_USE())
+		ledger_remove(pointer);
+	if (!LEDGER_ARMED())
+		return __libc_realloc(pointer, size);
 	void *moved = __libc_realloc(pointer, size);
 	/* A failed realloc keeps the old block, which leaves the ledger (never while armed here). */
 	ledger_add(moved, size);
