@@ -135,7 +135,10 @@ let package = Package(
         .executableTarget(
             name: "QuickStartMacro", dependencies: ["SwiftKVOMacros"], path: "examples/QuickStartMacro"),
         // C helpers for CKVOCoreTests: recording callbacks, atomics, barriers, fork, pthread_exit.
-        .target(name: "CKVOTestSupport", dependencies: ["CKVOCore"], path: "Tests/CKVOTestSupport"),
+        // SwiftKVOTestSupport's malloc shim also keeps the byte ledger the held-memory tests read.
+        .target(
+            name: "CKVOTestSupport", dependencies: ["CKVOCore", "SwiftKVOTestSupport"],
+            path: "Tests/CKVOTestSupport"),
         .testTarget(
             name: "CKVOCoreTests", dependencies: ["CKVOCore", "CKVOTestSupport", "IsolatedRunSupport"],
             path: "Tests/CKVOCoreTests"),

@@ -74,14 +74,9 @@ walk(struct ckvo_registry *registry, struct tally *t, size_t hub_bytes_before)
 		t->list_entries_used += slot->list->count;
 	}
 	t->identities = block(registry->identities.buckets);
-	/*
-	 * hub->bytes counts pages, directory, identities, slot map and the
-	 * hash sets' maps (grown beyond their first size): the sets are what
-	 * is left of its growth.
-	 */
-	counted = t->pages + t->directory + t->identities + t->slotmap;
-	t->hub_sets = registry->bytes - hub_bytes_before > counted ?
-	    registry->bytes - hub_bytes_before - counted : 0;
+	/* The objects set's growth beyond its first map: its buckets are 8 bytes. */
+	counted = registry->objects.capacity * sizeof(void *);
+	t->hub_sets = counted > hub_bytes_before ? counted - hub_bytes_before : 0;
 }
 
 static void
@@ -103,7 +98,7 @@ run(const char *title, size_t n, int per_object)
 
 	if (hub == NULL || key == 0 || objects == NULL || tokens == NULL)
 		return 1;
-	hub_before = registry->bytes;
+	hub_before = registry->objects.capacity * sizeof(void *);
 	before = heap_now();
 	for (size_t i = 0; i < n; i++) {
 		if (ckvo_observe(hub, per_object ? &objects[i] : &objects[0], key, CKVO_OPTION_NEW, NULL,

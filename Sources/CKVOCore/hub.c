@@ -134,8 +134,8 @@ ckvo_hub_create(void)
 		free(hub);
 		return NULL;
 	}
-	/* Plus what the tables grow by (their initial sizes are a constant a few KB). */
-	hub->registry.bytes = sizeof(*hub);
+	/* The registry counted its own tables; the hub is the rest. */
+	hub->registry.bytes += sizeof(*hub);
 
 	hubs_add(hub);
 	return hub;

@@ -99,8 +99,10 @@ list_free(ck_epoch_entry_t *entry)
 static void
 list_retire(struct ckvo_registry *registry, struct ckvo_slot *slot, struct ckvo_list *list)
 {
-	if (list != ckvo__slot_first_list(slot))
-		ckvo__retire(registry->garbage, list_retire_entry(list), list_free);
+	if (list == ckvo__slot_first_list(slot))
+		return;
+	ckvo__bytes(registry, -(ptrdiff_t)list_size(list->capacity, list->mixed));
+	ckvo__retire(registry->garbage, list_retire_entry(list), list_free);
 }
 
 void
@@ -161,6 +163,7 @@ list_rebuild(struct ckvo_registry *registry, struct ckvo_slot *slot, uint32_t ca
 
 	if (list == NULL)
 		return false;
+	ckvo__bytes(registry, (ptrdiff_t)list_size(capacity, mixed));
 	for (uint32_t i = 0; i < old->count; i++) {
 		uint64_t observation = old->items[i].observation;
 

@@ -20,8 +20,22 @@
  *   freed, when its last observation leaves (registration.c): a group the
  *   listing reaches through a record it found LIVE is alive for the
  *   section. `owner` never changes while the group lives.
+ * - An object's slots are found from its entry in registry->objects (its
+ *   newest slot) along slot->next, never by key: the cost is the object's,
+ *   not the hub's. Every slot reached was linked at some moment of the
+ *   section (a slot's `next` is only changed while it is linked, and kept
+ *   once it is not), so it is retired after the section began and stays
+ *   alive; `next` only leads to older slots, so the walk ends. Keys come
+ *   out in interning order: each pass over the slots takes the
+ *   LISTING_BATCH smallest keys above the last one listed.
  */
 #include "engine.h"
+
+/* Keys one pass over an object's slots sorts (on the stack); more take more passes. */
+#define LISTING_BATCH 64
+
+/* Slots (or, for NULL, keys) this thread's listings have examined: read by tests. */
+_Thread_local uint64_t ckvo__listing_steps;
 
 /* The state of one listing: where the next found observation goes. */
 struct listing {
@@ -91,30 +105,84 @@ list_slot(struct listing *l, struct ckvo_slot *slot, ckvo_key_t key)
 	}
 }
 
+/*
+ * Fills `batch` with the slots of the LISTING_BATCH smallest keys above
+ * `after` among the slots linked from `first`, sorted by key; one slot per
+ * key, the newest (a key's older slot was emptied before its newer one was
+ * made). Returns how many it holds; `*more` says whether a key above the
+ * last one held was left out.
+ */
+static unsigned int
+batch_fill(struct ckvo_slot *first, ckvo_key_t after, struct ckvo_slot **batch, bool *more)
+{
+	unsigned int n = 0;
+
+	*more = false;
+	for (struct ckvo_slot *slot = first; slot != NULL; slot = ck_pr_load_ptr(&slot->next)) {
+		ckvo_key_t key;
+		unsigned int i;
+
+		/* Linked by object_slot_add (registration.c), after slot_publish's fence. */
+		CKVO_TSAN_ACQUIRE(slot);
+		ckvo__listing_steps++;
+		key = slot->id.key;
+		if (key <= after)
+			continue;
+		for (i = n; i > 0 && batch[i - 1]->id.key > key; i--)
+			;
+		if (i > 0 && batch[i - 1]->id.key == key)
+			continue; /* an older slot of a key already held */
+		if (i == LISTING_BATCH) {
+			*more = true;
+			continue;
+		}
+		if (n == LISTING_BATCH) {
+			*more = true;
+			n--;
+		}
+		for (unsigned int k = n; k > i; k--)
+			batch[k] = batch[k - 1];
+		batch[i] = slot;
+		n++;
+	}
+	return n;
+}
+
 /* Lists the observations of `object` into `l`, inside one read section. */
 static ckvo_status_t
 list_object(ckvo_hub_t *hub, const void *object, struct listing *l)
 {
+	struct ckvo_registry *registry = &hub->registry;
 	ck_epoch_record_t *record;
-	uint32_t keys;
 
 	record = ckvo__thread_record();
 	if (CKVO_UNLIKELY(record == NULL))
 		return CKVO_ENOMEM;
 
 	ckvo__read_begin(record);
-	keys = ck_pr_load_32(&hub->registry.key_count);
-	for (ckvo_key_t key = 1; key <= keys; key++) {
-		struct ckvo_keyinfo *info = ckvo__key_lookup(&hub->registry, key);
+	if (object == NULL) {
+		/* Observations of every object hang off their keys: one load per key of the hub. */
+		uint32_t keys = ck_pr_load_32(&registry->key_count);
 
-		if (object == NULL) {
-			list_slot(l, ck_pr_load_ptr(&info->wildcard), key);
-			continue;
+		for (ckvo_key_t key = 1; key <= keys; key++) {
+			ckvo__listing_steps++;
+			list_slot(l, ck_pr_load_ptr(&ckvo__key_lookup(registry, key)->wildcard), key);
 		}
-		/* Keys observed on no object at all are skipped without a probe. */
-		if (ck_pr_load_64(&info->object_slots) == 0)
-			continue;
-		list_slot(l, ckvo__slotmap_get(&hub->registry.slots, object, key), key);
+	} else {
+		struct ckvo_slot_id probe = { .object = object };
+		struct ckvo_slot *first = ck_hs_get(&registry->objects.hs,
+		    ckvo__group_hash(&registry->objects, object), &probe);
+		struct ckvo_slot *batch[LISTING_BATCH];
+		ckvo_key_t after = 0;
+		bool more = first != NULL;
+
+		while (more) {
+			unsigned int n = batch_fill(first, after, batch, &more);
+
+			for (unsigned int i = 0; i < n; i++)
+				list_slot(l, batch[i], batch[i]->id.key);
+			after = n == 0 ? after : batch[n - 1]->id.key;
+		}
 	}
 	ckvo__read_end(record);
 	return CKVO_OK;

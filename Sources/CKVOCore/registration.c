@@ -49,32 +49,17 @@
 /* --------------------------------------------------------------- groups */
 
 /*
- * ck_hs never shrinks. A set that held more than CKVO_GROUPS_SHRINK entries
- * (owner groups; objects, by their newest slot) since it was last sized is
- * sized again once fewer than 1/16 of that peak remain: reset when empty,
- * else rebuilt around what is left (table.c). At least 15/16 of the peak
- * went between two resizes, so the copy is amortized O(1) per removal; a
- * hub whose few entries come and go never reallocates.
+ * Owner groups and their member arrays, the owner set and the object set
+ * hold memory in proportion to what is live: an array halves below a
+ * quarter full (4 members at least), the sets follow ckvo__set_removed
+ * (table.c). Each counts in registry->bytes while it is held.
  */
-#define CKVO_GROUPS_SHRINK 1024u
+#define CKVO_MEMBERS_MIN 4u
 
-static void
-groups_removed(struct ckvo_set *set, uint32_t *peak)
+static size_t
+members_size(uint32_t capacity)
 {
-	unsigned long count = ck_hs_count(&set->hs);
-
-	if (*peak <= CKVO_GROUPS_SHRINK || count * 16 >= *peak)
-		return;
-	/* Out of memory: it keeps its size until the next removal tries again. */
-	if (count == 0 ? ckvo__set_reset(set) : ckvo__groups_resize(set))
-		*peak = (uint32_t)count;
-}
-
-static void
-groups_added(struct ckvo_set *set, uint32_t *peak)
-{
-	if (ck_hs_count(&set->hs) > *peak)
-		*peak = (uint32_t)ck_hs_count(&set->hs);
+	return (size_t)capacity * sizeof(struct ckvo_observation *);
 }
 
 static struct ckvo_owner_group *
@@ -94,7 +79,7 @@ owner_group_get(struct ckvo_registry *registry, const void *owner, bool create)
 		free(group);
 		return NULL;
 	}
-	groups_added(&registry->owners, &registry->owners_peak);
+	ckvo__bytes(registry, (ptrdiff_t)sizeof(*group));
 	return group;
 }
 
@@ -113,32 +98,45 @@ owner_group_drop_if_empty(struct ckvo_registry *registry, struct ckvo_owner_grou
 	    ckvo__group_hash(&registry->owners, group->owner), group);
 	free(group->members);
 	group->members = NULL;
+	ckvo__bytes(registry, -(ptrdiff_t)(members_size(group->capacity) + sizeof(*group)));
 	/* A listing may still read `owner` through an observation that just left (listing.c). */
 	ckvo__retire(registry->garbage, &group->retire, owner_group_free);
-	groups_removed(&registry->owners, &registry->owners_peak);
+	ckvo__set_removed(&registry->owners);
 }
 
-/* Makes room for one more member; false when out of memory. */
+/* Gives the members array of `group` room for `capacity`; false when out of memory. */
 static bool
-owner_group_reserve(struct ckvo_owner_group *group)
+owner_group_resize(struct ckvo_registry *registry, struct ckvo_owner_group *group,
+    uint32_t capacity)
 {
-	uint32_t capacity;
-	struct ckvo_observation **grown;
+	struct ckvo_observation **members = realloc(group->members, members_size(capacity));
 
-	if (group->count < group->capacity)
-		return true;
-	if (group->capacity > UINT32_MAX / 2)
+	if (members == NULL)
 		return false;
-	capacity = group->capacity == 0 ? 4 : group->capacity * 2;
-	grown = realloc(group->members, (size_t)capacity * sizeof(*grown));
-	if (grown == NULL)
-		return false;
-	group->members = grown;
+	ckvo__bytes(registry, (ptrdiff_t)members_size(capacity) -
+	    (ptrdiff_t)members_size(group->capacity));
+	group->members = members;
 	group->capacity = capacity;
 	return true;
 }
 
-/* Takes `obs` out of its owner's group (the last member fills its place). */
+/* Makes room for one more member; false when out of memory. */
+static bool
+owner_group_reserve(struct ckvo_registry *registry, struct ckvo_owner_group *group)
+{
+	if (group->count < group->capacity)
+		return true;
+	if (group->capacity > UINT32_MAX / 2)
+		return false;
+	return owner_group_resize(registry, group,
+	    group->capacity == 0 ? CKVO_MEMBERS_MIN : group->capacity * 2);
+}
+
+/*
+ * Takes `obs` out of its owner's group (the last member fills its place).
+ * Below a quarter full the array halves: still under half full, so as many
+ * members must come or go again as it copies before the next resize.
+ */
 static void
 owner_group_leave(struct ckvo_registry *registry, struct ckvo_observation *obs)
 {
@@ -147,10 +145,16 @@ owner_group_leave(struct ckvo_registry *registry, struct ckvo_observation *obs)
 
 	group->members[obs->owner_index] = last;
 	last->owner_index = obs->owner_index;
-	owner_group_drop_if_empty(registry, group);
+	if (group->count == 0) {
+		owner_group_drop_if_empty(registry, group);
+		return;
+	}
+	/* Out of memory: it keeps its size until the next removal tries again. */
+	if (group->capacity > CKVO_MEMBERS_MIN && group->count < group->capacity / 4)
+		(void)owner_group_resize(registry, group, group->capacity / 2);
 }
 
-/* The newest slot of `object` (its siblings link the others), or NULL. */
+/* The newest slot of `object` (its `next` links the others), or NULL. */
 static struct ckvo_slot *
 object_first_slot(struct ckvo_registry *registry, const void *object)
 {
@@ -160,8 +164,10 @@ object_first_slot(struct ckvo_registry *registry, const void *object)
 }
 
 /*
- * Makes `slot` its object's newest; false (nothing changed) when out of
- * memory. An object's first slot takes its entry in the set.
+ * Makes `slot`, complete and fenced (slot_publish), its object's newest;
+ * false (nothing changed) when out of memory. An object's first slot takes
+ * its entry in the set; a later one replaces the entry, pointing on to the
+ * one it replaces: a listing finds either, and walks on from either.
  */
 static bool
 object_slot_add(struct ckvo_registry *registry, struct ckvo_slot *slot)
@@ -170,32 +176,34 @@ object_slot_add(struct ckvo_registry *registry, struct ckvo_slot *slot)
 	struct ckvo_slot *first = object_first_slot(registry, slot->id.object);
 	void *previous;
 
-	slot->siblings.prev = NULL;
-	slot->siblings.next = first;
-	if (first == NULL) {
-		if (!ckvo__set_put(&registry->objects, hash, slot))
-			return false;
-		groups_added(&registry->objects, &registry->objects_peak);
-		return true;
-	}
+	slot->prev = NULL;
+	ck_pr_store_ptr(&slot->next, first);
+	/* The link is visible before the slot is (ck_hs stores with no fence of its own). */
+	ck_pr_fence_store();
+	if (first == NULL)
+		return ckvo__set_put(&registry->objects, hash, slot);
 	/* Replaces an entry in place: never allocates, never fails. */
 	(void)ck_hs_fas(&registry->objects.hs, hash, slot, &previous);
-	first->siblings.prev = slot;
+	first->prev = slot;
 	return true;
 }
 
-/* Takes `slot` out of its object's slots; the object leaves the set with its last one. */
+/*
+ * Takes `slot` out of its object's slots; the object leaves the set with
+ * its last one. Its own `next` stays: a listing standing on it walks on to
+ * slots that were linked when it arrived, all alive for its section.
+ */
 static void
 object_slot_remove(struct ckvo_registry *registry, struct ckvo_slot *slot)
 {
-	struct ckvo_slot *prev = slot->siblings.prev, *next = slot->siblings.next;
+	struct ckvo_slot *prev = slot->prev, *next = slot->next;
 	unsigned long hash;
 	void *previous;
 
 	if (next != NULL)
-		next->siblings.prev = prev;
+		next->prev = prev;
 	if (prev != NULL) {
-		prev->siblings.next = next;
+		ck_pr_store_ptr(&prev->next, next);
 		return;
 	}
 	hash = ckvo__group_hash(&registry->objects, slot->id.object);
@@ -204,7 +212,7 @@ object_slot_remove(struct ckvo_registry *registry, struct ckvo_slot *slot)
 		return;
 	}
 	(void)ck_hs_remove(&registry->objects.hs, hash, slot);
-	groups_removed(&registry->objects, &registry->objects_peak);
+	ckvo__set_removed(&registry->objects);
 }
 
 /* ---------------------------------------------------------------- slots */
@@ -224,12 +232,14 @@ slot_find(struct ckvo_registry *registry, struct ckvo_keyinfo *info, const void 
  * calling `callback`.
  */
 static struct ckvo_slot *
-slot_create(struct ckvo_keyinfo *info, const void *object, ckvo_callback_t callback)
+slot_create(struct ckvo_registry *registry, struct ckvo_keyinfo *info, const void *object,
+    ckvo_callback_t callback)
 {
 	struct ckvo_slot *slot = calloc(1, CKVO_SLOT_BLOCK_SIZE);
 
 	if (slot == NULL)
 		return NULL;
+	ckvo__bytes(registry, (ptrdiff_t)CKVO_SLOT_BLOCK_SIZE);
 	ckvo__list_init_first(slot, callback);
 	slot->id.object = object;
 	slot->id.key = info->id;
@@ -251,13 +261,14 @@ slot_publish(struct ckvo_registry *registry, struct ckvo_keyinfo *info, struct c
 		return true;
 	}
 
-	/* The object's slots first: writers alone read them, so undoing that publishes nothing. */
-	if (!object_slot_add(registry, slot))
+	/*
+	 * Everything that can fail comes before the first store a reader can
+	 * see: room in the map, then the object's slots (a listing may find the
+	 * slot there), then the map (dispatch finds it), which cannot fail now.
+	 */
+	if (!ckvo__slotmap_reserve(registry) || !object_slot_add(registry, slot))
 		return false;
-	if (!ckvo__slotmap_put(registry, slot)) {
-		object_slot_remove(registry, slot);
-		return false;
-	}
+	ckvo__slotmap_put(registry, slot);
 	ckvo__writer_add(&info->object_slots, 1);
 	ck_pr_store_ptr(&info->hint, slot);
 	return true;
@@ -283,7 +294,8 @@ slot_drop(struct ckvo_registry *registry, struct ckvo_keyinfo *info, struct ckvo
 		object_slot_remove(registry, slot);
 	}
 	ckvo__list_drop(registry, slot);
-	/* Overwrites `siblings`: the slot has just left them. */
+	ckvo__bytes(registry, -(ptrdiff_t)CKVO_SLOT_BLOCK_SIZE);
+	/* Overwrites `live`, `dead` and `prev`, which no one reads any more; `next` stays. */
 	ckvo__retire(registry->garbage, &slot->retire, slot_free);
 }
 
@@ -468,7 +480,7 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 		group = owner_group_get(registry, identity->owner, true);
 		if (group == NULL)
 			return CKVO_ENOMEM;
-		if (!owner_group_reserve(group)) {
+		if (!owner_group_reserve(registry, group)) {
 			owner_group_drop_if_empty(registry, group);
 			return CKVO_ENOMEM;
 		}
@@ -487,7 +499,7 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 
 	slot = slot_find(registry, info, identity->object);
 	if (slot == NULL)
-		slot = new_slot = slot_create(info, identity->object, identity->callback);
+		slot = new_slot = slot_create(registry, info, identity->object, identity->callback);
 	obs->slot = slot;
 
 	/*
@@ -515,6 +527,8 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 		if (token != NULL)
 			*token = (ckvo_token_t)CKVO_TOKEN_NONE_INITIALIZER;
 		/* Its list is still its first (one entry of room): one block. */
+		if (new_slot != NULL)
+			ckvo__bytes(registry, -(ptrdiff_t)CKVO_SLOT_BLOCK_SIZE);
 		free(new_slot);
 		if (group != NULL)
 			owner_group_drop_if_empty(registry, group);
@@ -700,13 +714,13 @@ ckvo__registry_init(struct ckvo_registry *registry, struct ckvo_limbo *garbage)
 
 	registry->garbage = garbage;
 	ck_stack_init(&registry->deferred);
-	if (ckvo__slotmap_init(&registry->slots))
+	if (ckvo__slotmap_init(registry, &registry->slots))
 		initialized++;
 	if (initialized == 1 && ckvo__names_init(&registry->names, registry))
 		initialized++;
-	if (initialized == 2 && ckvo__groups_init(&registry->owners, registry))
+	if (initialized == 2 && ckvo__groups_init(&registry->owners, registry, false))
 		initialized++;
-	if (initialized == 3 && ckvo__groups_init(&registry->objects, registry))
+	if (initialized == 3 && ckvo__groups_init(&registry->objects, registry, true))
 		initialized++;
 	if (initialized == 4)
 		return true;

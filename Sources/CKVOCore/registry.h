@@ -40,6 +40,9 @@
  *                                  records, is retired once all its records
  *                                  are back (token.c).
  *   obs->owner_group           -> retired when empty (listing.c reads owner).
+ *   registry->objects          -> a ck_hs (object -> newest slot) whose
+ *                                  replaced maps are retired (table.c);
+ *                                  slot->next links an object's other slots.
  */
 #ifndef CKVO_REGISTRY_H
 #define CKVO_REGISTRY_H
@@ -250,13 +253,18 @@ struct ckvo_slot {
 	struct ckvo_list *list; /* published (atomic) */
 	uint64_t deferred;  /* observations marked DEFERRED, not yet unlinked (atomic) */
 
-	/* Writer-only. */
-	uint32_t live, dead; /* live and cleared entries in `list` */
+	/*
+	 * The next older slot of its object (atomic): registry->objects holds an
+	 * object's newest slot, and a listing follows these lock-free. Kept once
+	 * the slot is unpublished, so a listing standing on it walks on.
+	 */
+	struct ckvo_slot *next;
 	union {
-		/* While published: the other slots of its object, newest first. */
+		/* While published (writer-only). */
 		struct {
-			struct ckvo_slot *prev, *next;
-		} siblings;
+			uint32_t live, dead;    /* live and cleared entries in `list` */
+			struct ckvo_slot *prev; /* the next newer slot of its object */
+		};
 		/* Once unpublished (slot_drop): its entry in the limbo. */
 		ck_epoch_entry_t retire;
 	};
@@ -364,7 +372,7 @@ struct ckvo_tokens {
 	struct ckvo_token_page *free_pages; /* pages with a record not in use */
 	uint64_t generation_next, generation_end; /* this hub's block of generations */
 	uint32_t *vacant;       /* stack of directory entries whose page was freed */
-	uint32_t vacant_count;
+	uint32_t vacant_count, vacant_capacity;
 	uint32_t pages;         /* directory entries ever filled */
 	uint32_t spares;        /* pages kept with no record in use (token.c says how many) */
 	struct ckvo_token_page *spare_pages; /* those pages */
@@ -377,7 +385,8 @@ struct ckvo_tokens {
 /*
  * The observations registered with one owner, in no particular order.
  * `owner` is also read lock-free, through a live observation's
- * owner_group (listing.c): an empty group is retired, not freed.
+ * owner_group (listing.c): an empty group is retired, not freed. `members`
+ * doubles when full and halves below a quarter full (registration.c).
  */
 struct ckvo_owner_group {
 	const void *owner; /* map key; never changes */
@@ -419,8 +428,9 @@ struct ckvo_registry;
 struct ckvo_set {
 	ck_hs_t hs;
 	struct ckvo_registry *registry;
-	bool shared;   /* read lock-free (names): a replaced map waits a grace period */
-	bool counting; /* its maps count in registry->bytes (not the initial one) */
+	unsigned long capacity; /* buckets of the current map */
+	size_t overhead;        /* bytes of a map besides its buckets */
+	bool shared;   /* read lock-free (names, objects): a replaced map waits a grace period */
 };
 
 /* --------------------------------------------------------------- registry */
@@ -436,10 +446,14 @@ struct ckvo_registry {
 	struct ckvo_set names;        /* name -> keyinfo (also read lock-free) */
 	struct ckvo_identities identities; /* observation identity -> observation */
 	struct ckvo_set owners;       /* owner -> owner group */
-	struct ckvo_set objects;      /* object -> its newest slot (siblings link the rest) */
-	uint32_t owners_peak, objects_peak; /* most entries since last sized (registration.c) */
+	struct ckvo_set objects;      /* object -> its newest slot (also read lock-free) */
 	size_t observations;
-	size_t bytes;                 /* held for this registry's hub, garbage included */
+	/*
+	 * Heap bytes held for this registry's hub, as requested from malloc:
+	 * raised at each allocation, lowered when a block is freed or retired
+	 * (memory in the limbo is on its way back and not counted).
+	 */
+	size_t bytes;
 	struct ckvo_limbo *garbage;   /* where replaced memory waits (the session's) */
 };
 
@@ -551,10 +565,9 @@ ckvo_status_t ckvo__registry_defer(struct ckvo_registry *registry, ckvo_token_t 
 /* table.c: ck_hs sets, hashes, identities */
 unsigned long ckvo__hash_pointer(const void *pointer, uint64_t extra);
 bool ckvo__names_init(struct ckvo_set *set, struct ckvo_registry *registry);
-bool ckvo__groups_init(struct ckvo_set *set, struct ckvo_registry *registry);
+bool ckvo__groups_init(struct ckvo_set *set, struct ckvo_registry *registry, bool shared);
 bool ckvo__set_put(struct ckvo_set *set, unsigned long hash, const void *object);
-bool ckvo__set_reset(struct ckvo_set *set);
-bool ckvo__groups_resize(struct ckvo_set *set);
+void ckvo__set_removed(struct ckvo_set *set);
 void ckvo__set_destroy(struct ckvo_set *set);
 unsigned long ckvo__name_hash(const struct ckvo_set *set, const char *name, size_t length);
 unsigned long ckvo__group_hash(const struct ckvo_set *set, const void *pointer);
@@ -567,9 +580,10 @@ void ckvo__identity_remove(struct ckvo_registry *registry, struct ckvo_observati
 void ckvo__identities_destroy(struct ckvo_registry *registry);
 
 /* slotmap.c */
-bool ckvo__slotmap_init(struct ckvo_slotmap *map);
+bool ckvo__slotmap_init(struct ckvo_registry *registry, struct ckvo_slotmap *map);
 void ckvo__slotmap_destroy(struct ckvo_slotmap *map);
-bool ckvo__slotmap_put(struct ckvo_registry *registry, struct ckvo_slot *slot);
+bool ckvo__slotmap_reserve(struct ckvo_registry *registry);
+void ckvo__slotmap_put(struct ckvo_registry *registry, struct ckvo_slot *slot);
 void ckvo__slotmap_remove(struct ckvo_registry *registry, struct ckvo_slot *slot);
 
 /* list.c */

@@ -11,8 +11,8 @@
  * - A bucket is NULL (empty: probes stop), a tombstone (a removed slot:
  *   probes go on) or a published slot. Live slots and tombstones fill at
  *   most 3/4 of a table, so every probe meets an empty bucket.
- * - Insert stores the slot, complete and fenced by the caller
- *   (slot_publish), into the first empty or tombstone bucket of its probe
+ * - Insert, after ckvo__slotmap_reserve made room (so it cannot fail),
+ *   stores the slot, complete and fenced by the caller (slot_publish), into the first empty or tombstone bucket of its probe
  *   sequence. A reader that probes past that bucket before the store misses
  *   the slot; its dispatch began before the registration returned.
  * - Remove turns the slot's bucket into a tombstone, or empties it when the
@@ -20,7 +20,7 @@
  *   empties the tombstones just before it for the same reason. Buckets never
  *   move within a table, so a reader never misses a slot that stays.
  * - When live slots would pass half of a table, or live slots and tombstones
- *   3/4 of it, the writer copies the live slots into a new table, publishes
+ *   3/4 of it, or fall under 1/8 of it, the writer copies the live slots into a new table, publishes
  *   it with one store after a store fence, and retires the old one: readers
  *   still probing it are in read sections, and nothing writes it any more.
  * - A removed slot is retired by its remover (registration.c), so a reader that
@@ -49,12 +49,15 @@ table_create(uint32_t capacity)
 }
 
 bool
-ckvo__slotmap_init(struct ckvo_slotmap *map)
+ckvo__slotmap_init(struct ckvo_registry *registry, struct ckvo_slotmap *map)
 {
 	map->table = table_create(SLOTMAP_MIN_CAPACITY);
 	map->count = 0;
 	map->tombstones = 0;
-	return map->table != NULL;
+	if (map->table == NULL)
+		return false;
+	ckvo__bytes(registry, (ptrdiff_t)table_size(SLOTMAP_MIN_CAPACITY));
+	return true;
 }
 
 void
@@ -115,25 +118,30 @@ slotmap_rebuild(struct ckvo_registry *registry, struct ckvo_slotmap *map)
 }
 
 bool
+ckvo__slotmap_reserve(struct ckvo_registry *registry)
+{
+	struct ckvo_slotmap *map = &registry->slots;
+	uint64_t capacity = (uint64_t)map->table->mask + 1;
+
+	if ((uint64_t)(map->count + 1) * 2 > capacity ||
+	    (uint64_t)(map->count + map->tombstones + 1) * 4 > capacity * 3)
+		return slotmap_rebuild(registry, map);
+	return true;
+}
+
+void
 ckvo__slotmap_put(struct ckvo_registry *registry, struct ckvo_slot *slot)
 {
 	struct ckvo_slotmap *map = &registry->slots;
 	struct ckvo_slotmap_table *table = map->table;
-	uint32_t capacity = table->mask + 1, i;
+	uint32_t i;
 
-	if ((uint64_t)(map->count + 1) * 2 > capacity ||
-	    (uint64_t)(map->count + map->tombstones + 1) * 4 > (uint64_t)capacity * 3) {
-		if (!slotmap_rebuild(registry, map))
-			return false;
-		table = map->table;
-	}
 	i = table_free_bucket(table, slot->id.object, slot->id.key);
 	if (table->buckets[i] == CKVO_SLOTMAP_TOMBSTONE)
 		map->tombstones--;
 	/* The caller fenced the slot's contents (slot_publish). */
 	ck_pr_store_ptr(&table->buckets[i], slot);
 	map->count++;
-	return true;
 }
 
 void
@@ -160,11 +168,12 @@ ckvo__slotmap_remove(struct ckvo_registry *registry, struct ckvo_slot *slot)
 		}
 	}
 	/*
-	 * Shrinks after a spike: below 1/16 full, rebuilt for what is left
-	 * (at most half full, so as many removals as the last growth took
-	 * inserts pass before the next shrink: amortized O(1)). The old table
-	 * is retired like a grown one. Out of memory: it keeps its size.
+	 * Shrinks after a spike: below 1/8 full, rebuilt for what is left
+	 * (over 1/4 full, so at least half the slots must go before the next
+	 * shrink: amortized O(1)); at most 8 buckets per slot beyond the first
+	 * 64. The old table is retired like a grown one. Out of memory: it
+	 * keeps its size.
 	 */
-	if (mask + 1 > SLOTMAP_MIN_CAPACITY && (uint64_t)map->count * 16 < (uint64_t)mask + 1)
+	if (mask + 1 > SLOTMAP_MIN_CAPACITY && (uint64_t)map->count * 8 < (uint64_t)mask + 1)
 		(void)slotmap_rebuild(registry, map);
 }

@@ -12,9 +12,16 @@
  *   belonged to, so the free finds that registry's limbo and byte count
  *   from the pointer it is given, never from the calling thread.
  * - A replaced map of a shared set (the names, read lock-free by
- *   ckvo_key_find) is retired into the registry's limbo and freed after a
- *   grace period. The owner and object sets are read only by writers, so
- *   their replaced maps are freed at once.
+ *   ckvo_key_find; the objects, read by listings) is retired into the
+ *   registry's limbo and freed after a grace period. The owner set is read
+ *   only by writers, so its replaced maps are freed at once.
+ * - Every map a set holds counts in registry->bytes, header included, from
+ *   the moment the set holds it until it is freed or retired.
+ * - ck_hs only grows (at half full, to a quarter). A group set (owners,
+ *   objects) under 1/8 full is moved into a map about a third full
+ *   (ckvo__set_removed), so a map never has more than 8 buckets per entry
+ *   beyond its first size, and each move follows at least a quarter as
+ *   many removals or inserts as it copies: amortized O(1).
  * - Stored objects keep their key fields unchanged while stored, and stay
  *   alive until a grace period after removal where the set is shared,
  *   because ck_hs calls the comparison on other stored objects while
@@ -30,9 +37,11 @@
 struct map_header {
 	ck_epoch_entry_t retire;
 	size_t size;
-	struct ckvo_set *set; /* the set that held it, or NULL (not yet, or never) */
-	bool counted;         /* counted in set->registry->bytes */
+	struct ckvo_set *set; /* the set that held it (counted in its bytes), or NULL */
 } __attribute__((aligned(16)));
+
+/* The smallest map a set has: ck_hs_init's and a reset's size. */
+#define SET_MIN_CAPACITY 32ul
 
 static void *
 hs_malloc(size_t size)
@@ -43,7 +52,6 @@ hs_malloc(size_t size)
 		return NULL;
 	header->size = size;
 	header->set = NULL;
-	header->counted = false;
 	return header + 1;
 }
 
@@ -65,8 +73,7 @@ hs_free(void *pointer, size_t size, bool defer)
 		free(header);
 		return;
 	}
-	if (header->counted)
-		ckvo__bytes(set->registry, -(ptrdiff_t)(sizeof(*header) + header->size));
+	ckvo__bytes(set->registry, -(ptrdiff_t)(sizeof(*header) + header->size));
 	if (defer && set->shared) {
 		ckvo__retire(set->registry->garbage, &header->retire, map_free);
 		ckvo__retire_large(set->registry->garbage, header->size);
@@ -90,9 +97,9 @@ map_claim(struct ckvo_set *set)
 	if (header->set == set)
 		return;
 	header->set = set;
-	header->counted = set->counting;
-	if (header->counted)
-		ckvo__bytes(set->registry, (ptrdiff_t)(sizeof(*header) + header->size));
+	ckvo__bytes(set->registry, (ptrdiff_t)(sizeof(*header) + header->size));
+	/* ck_hs maps are a fixed header plus 8-byte buckets. */
+	set->capacity = (header->size - set->overhead) / sizeof(void *);
 }
 
 static bool
@@ -102,13 +109,12 @@ set_init(struct ckvo_set *set, struct ckvo_registry *registry, bool shared,
 {
 	set->registry = registry;
 	set->shared = shared;
-	set->counting = false;
 	if (!ck_hs_init(&set->hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, hash, compare, &hs_allocator,
 	    capacity, seed))
 		return false;
-	/* The initial map is part of the hub's constant (ckvo_hub_stats_t.bytes). */
+	set->overhead = (((struct map_header *)(void *)set->hs.map) - 1)->size -
+	    capacity * sizeof(void *);
 	map_claim(set);
-	set->counting = true;
 	return true;
 }
 
@@ -119,15 +125,6 @@ ckvo__set_put(struct ckvo_set *set, unsigned long hash, const void *object)
 
 	map_claim(set);
 	return put;
-}
-
-bool
-ckvo__set_reset(struct ckvo_set *set)
-{
-	bool reset = ck_hs_reset_size(&set->hs, 32);
-
-	map_claim(set);
-	return reset;
 }
 
 void
@@ -203,7 +200,7 @@ name_equal(const void *stored, const void *probe)
 bool
 ckvo__names_init(struct ckvo_set *set, struct ckvo_registry *registry)
 {
-	return set_init(set, registry, true, name_hash, name_equal, 32, 0x85ebca6bULL);
+	return set_init(set, registry, true, name_hash, name_equal, SET_MIN_CAPACITY, 0x85ebca6bULL);
 }
 
 unsigned long
@@ -347,12 +344,13 @@ ckvo__identity_remove(struct ckvo_registry *registry, struct ckvo_observation *o
 	table->buckets[hole] = 0;
 
 	/*
-	 * Shrinks after a spike: below 1/16 full, to a quarter of the size
-	 * (1/4 full at most, so the next growth is as far away as the last
-	 * shrink: amortized O(1)). Out of memory: it keeps its size.
+	 * Shrinks after a spike: below 1/8 full, to half the size (under 1/4
+	 * full, so a quarter of the entries must go, or the table double, before
+	 * the next resize: amortized O(1)); at most 8 buckets per entry beyond
+	 * the first 64. Out of memory: it keeps its size.
 	 */
-	if (mask + 1 > 64 && (uint64_t)table->count * 16 < (uint64_t)mask + 1)
-		(void)identity_resize(registry, (mask + 1) / 4);
+	if (mask + 1 > 64 && (uint64_t)table->count * 8 < (uint64_t)mask + 1)
+		(void)identity_resize(registry, (mask + 1) / 2);
 }
 
 void
@@ -376,13 +374,16 @@ group_hash(const void *object, unsigned long seed)
 static bool
 group_equal(const void *stored, const void *probe)
 {
+	/* A listing probes the objects set: the slot was published by slot_publish. */
+	CKVO_TSAN_ACQUIRE(stored);
 	return *(const void *const *)stored == *(const void *const *)probe;
 }
 
 bool
-ckvo__groups_init(struct ckvo_set *set, struct ckvo_registry *registry)
+ckvo__groups_init(struct ckvo_set *set, struct ckvo_registry *registry, bool shared)
 {
-	return set_init(set, registry, false, group_hash, group_equal, 32, 0x27d4eb2fULL);
+	return set_init(set, registry, shared, group_hash, group_equal, SET_MIN_CAPACITY,
+	    0x27d4eb2fULL);
 }
 
 unsigned long
@@ -392,31 +393,50 @@ ckvo__group_hash(const struct ckvo_set *set, const void *pointer)
 }
 
 /*
- * Moves the entries of `set` into a new map sized for them and frees the old
- * map at once: only writers ever read these sets, inside the session, so no
- * reader can be probing it. False (and `set` unchanged) when out of memory.
+ * Moves the entries of `set` into a new map of about three buckets each
+ * (an empty one when none is left), published with one store as ck_hs
+ * publishes a grown map; the old map is freed, or retired when the set is
+ * shared. False (and `set` unchanged) when out of memory.
  */
-bool
-ckvo__groups_resize(struct ckvo_set *set)
+static bool
+set_resize(struct ckvo_set *set)
 {
 	ck_hs_iterator_t iterator = CK_HS_ITERATOR_INITIALIZER;
 	unsigned long count = ck_hs_count(&set->hs);
+	struct ck_hs_map *old = set->hs.map;
 	ck_hs_t fresh;
 	void *entry;
 
-	/* Room for twice the entries: ck_hs grows at half full, so no put below allocates. */
-	if (!ck_hs_init(&fresh, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, group_hash, group_equal,
-	    &hs_allocator, count * 4 < 32 ? 32 : count * 4, set->hs.seed))
+	if (count == 0) {
+		/* Publishes an empty map and hands the old one to hs_free, deferred. */
+		if (!ck_hs_reset_size(&set->hs, SET_MIN_CAPACITY))
+			return false;
+		map_claim(set);
+		return true;
+	}
+	/* Under half full: no put below grows it. */
+	if (!ck_hs_init(&fresh, set->hs.mode, set->hs.hf, set->hs.compare, set->hs.m,
+	    count * 3 < SET_MIN_CAPACITY ? SET_MIN_CAPACITY : count * 3, set->hs.seed))
 		return false;
 	while (ck_hs_next(&set->hs, &iterator, &entry)) {
-		if (!ck_hs_put(&fresh, ckvo__hash_pointer(*(const void *const *)entry, fresh.seed),
-		    entry)) {
+		if (!ck_hs_put(&fresh, set->hs.hf(entry, fresh.seed), entry)) {
 			ck_hs_destroy(&fresh);
 			return false;
 		}
 	}
-	ck_hs_destroy(&set->hs);
-	set->hs = fresh;
+	/* The copied entries are visible before the map is (readers of a shared set). */
+	CKVO_TSAN_RELEASE(fresh.map);
+	ck_pr_fence_store();
+	ck_pr_store_ptr(&set->hs.map, fresh.map);
+	hs_free(old, 0, true);
 	map_claim(set);
 	return true;
+}
+
+void
+ckvo__set_removed(struct ckvo_set *set)
+{
+	/* Out of memory: it keeps its size until the next removal tries again. */
+	if (set->capacity > SET_MIN_CAPACITY && ck_hs_count(&set->hs) * 8 < set->capacity)
+		(void)set_resize(set);
 }

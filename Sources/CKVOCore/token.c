@@ -307,17 +307,17 @@ page_release(struct ckvo_registry *registry, struct ckvo_token_page *page)
 	struct ckvo_tokens *tokens = &registry->tokens;
 	uint32_t number = page->number;
 
-	if ((tokens->vacant_count & (tokens->vacant_count + 1)) == 0) {
-		size_t before = (tokens->vacant_count == 0 ? 0 : (size_t)tokens->vacant_count + 1) *
-		    sizeof(uint32_t);
-		uint32_t *grown = realloc(tokens->vacant,
-		    ((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown));
+	if (tokens->vacant_count == tokens->vacant_capacity) {
+		/* Grows with the most entries ever vacant, counted at its real size. */
+		uint32_t capacity = tokens->vacant_capacity == 0 ? 2 : tokens->vacant_capacity * 2;
+		uint32_t *grown = realloc(tokens->vacant, (size_t)capacity * sizeof(*grown));
 
 		if (grown == NULL)
 			return false;
 		tokens->vacant = grown;
-		ckvo__bytes(registry, (ptrdiff_t)(((size_t)tokens->vacant_count + 1) * 2 * sizeof(*grown)) -
-		    (ptrdiff_t)before);
+		ckvo__bytes(registry, (ptrdiff_t)(((size_t)capacity - tokens->vacant_capacity) *
+		    sizeof(*grown)));
+		tokens->vacant_capacity = capacity;
 	}
 	tokens->vacant[tokens->vacant_count++] = number;
 	free_pages_remove(tokens, page);

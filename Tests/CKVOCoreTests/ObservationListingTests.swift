@@ -224,4 +224,49 @@ private var probeCallback: UnsafeRawPointer? { address(ckvots_probe_callback) }
         hub.flush()
         #expect(hub.stats().pending_releases == 0)
     }
+
+    /// Listing an object costs what the object has, not what the hub has: with 200,000 keys
+    /// interned and every 1,000th observed on other objects, listing an object observed on two of
+    /// them examines its two slots (counted by the listing, per thread), in key order. Before,
+    /// it looked up every key of the hub.
+    @Test func listingAnObjectExaminesOnlyItsOwnSlots() {
+        let hub = TestHub()
+        let count = 200_000
+        var keys = [ckvo_key_t](repeating: 0, count: count)
+        #expect(ckvots_keys_intern(hub.raw, "many", count, &keys) == count)
+        for i in stride(from: 0, to: count, by: 1_000) {
+            _ = hub.mustObserve(Probe(), object: fake(2 + i % 7), key: keys[i])
+        }
+        let last = hub.mustObserve(Probe(), object: fake(1), key: keys[count - 1])
+        let first = hub.mustObserve(Probe(), object: fake(1), key: keys[0])
+        let before = ckvots_listing_steps()
+        let listed = listing(hub.raw, fake(1), capacity: 4)
+        let steps = ckvots_listing_steps() - before
+        print("listing: one object with 2 of \(count) keys examined \(steps) slots or keys")
+        #expect(listed.infos.map(\.token) == [first, last], "by key, in interning order")
+        #expect(steps == 2, "listing one object examined \(steps) slots or keys")
+    }
+
+    /// An object observed on more keys than one pass sorts (64) still lists by key in interning
+    /// order, whatever order they were registered in, in ceil(keys / 64) passes over its slots.
+    @Test func anObjectWithManyKeysListsThemInInterningOrder() {
+        let hub = TestHub()
+        let count = 200
+        var keys = [ckvo_key_t](repeating: 0, count: count)
+        #expect(ckvots_keys_intern(hub.raw, "k", count, &keys) == count)
+        var tokens: [ckvo_key_t: ckvo_token_t] = [:]
+        for i in 0..<count {
+            let key = keys[(i * 37) % count]  // 37 is prime to 200: every key once, shuffled
+            tokens[key] = hub.mustObserve(Probe(), object: fake(1), key: key)
+        }
+        // One of them goes and comes back: a newer slot for an old key.
+        #expect(hub.unobserve(tokens[keys[5]]!) == CKVO_OK)
+        tokens[keys[5]] = hub.mustObserve(Probe(), object: fake(1), key: keys[5])
+        let before = ckvots_listing_steps()
+        let listed = listing(hub.raw, fake(1), capacity: count)
+        let steps = ckvots_listing_steps() - before
+        #expect(listed.infos.map(\.key) == keys)
+        #expect(listed.infos.map(\.token) == keys.map { tokens[$0]! })
+        #expect(steps <= UInt64(count * ((count + 63) / 64)), "\(steps) slots examined")
+    }
 }

@@ -266,11 +266,17 @@ typedef struct ckvo_hub_stats {
 	size_t keys;             /* interned keys */
 	size_t pending_releases; /* removed, their release not yet returned */
 	/*
-	 * Bytes the hub holds in its token pages and directory, its index
-	 * tables (identities, slot map, object and owner sets) beyond their
-	 * initial few KB, and the hub itself; not counted: observer lists,
-	 * slots, groups and key names (tens of bytes per observation), nor
-	 * memory retired and waiting for a grace period.
+	 * Heap bytes the hub holds, as requested from malloc (without the
+	 * allocator's own overhead): the hub, its token pages and directory,
+	 * its index tables (identities, slot map, object and owner sets, key
+	 * names), observer lists, slots, owner groups and their member arrays,
+	 * and every interned key with its name. Memory retired and waiting for
+	 * a grace period is not counted (it is on its way back: after
+	 * ckvo_hub_flush, twice so that records released by the first give
+	 * their pages back, it is freed). Per-thread reader records, shared by
+	 * every hub, are not counted. Exact: after a flush it differs from what
+	 * the hub took from malloc by nothing. Held memory stays proportional
+	 * to what is live (docs/reliability.md states the bound).
 	 */
 	size_t bytes;
 } ckvo_hub_stats_t;
@@ -483,8 +489,10 @@ typedef struct ckvo_observation_info {
  * (dispatch) order.
  * Errors: CKVO_EINVAL (NULL hub or count, or out NULL with capacity > 0),
  * CKVO_ENOMEM (no reader record could be registered for this thread).
- * Cost: O(observations of the object) plus one lookup per key of the hub
- * that is observed on some object (per key for NULL).
+ * Cost: what the object has, never what the hub has: one hash lookup,
+ * then O(observations of the object + k * ceil(k / 64)) for the k keys
+ * observed on it (its keys are sorted 64 at a time, on the stack). For
+ * NULL: one load per key interned in the hub, plus the observations.
  */
 CKVO_EXPORT ckvo_status_t ckvo_object_observations(ckvo_hub_t *hub, const void *object,
     ckvo_observation_info_t *out, size_t capacity, size_t *count);

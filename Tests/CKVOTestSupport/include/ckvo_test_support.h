@@ -389,6 +389,42 @@ int ckvots_memory_targets(ckvo_hub_t *hub, ckvo_key_t key, size_t *empty, size_t
 int ckvots_memory_targets_objects(ckvo_hub_t *hub, ckvo_key_t key, size_t *empty,
     size_t *survivors, size_t *after_spike);
 
+/* ------------------------------------------------------- held_memory.c */
+
+/* Observations of a spike: one object and one owner (KVOController), or one of each per observation. */
+#define CKVOTS_SHAPE_ONE_OWNER 0
+#define CKVOTS_SHAPE_DISTINCT 1
+
+/* Heap bytes a hub holds, by the allocator's ledger and by ckvo_hub_stats, each after two flushes. */
+typedef struct ckvots_held {
+	long empty, peak, held;                     /* ledger: before, at the top of, after the spike */
+	size_t stats_empty, stats_peak, stats_held; /* ckvo_hub_stats' bytes at the same moments */
+	size_t live;                                /* observations left after the spike */
+} ckvots_held_t;
+
+/*
+ * On a new hub (created with the ledger armed; one observation registered
+ * and removed first): `spike` observations of one key shaped by `shape`,
+ * then all removed but every `keep_every`-th (0: none). Destroys the hub.
+ * Returns 0, or -1 (a call failed, or the ledger is unavailable: a
+ * sanitized build). Run alone in a process.
+ */
+int ckvots_held_after_spike(size_t spike, size_t keep_every, int shape, ckvots_held_t *out);
+
+/*
+ * `cycles` times on one new hub: a new key, `spike` observations (shared and
+ * single slots, owner groups, wildcards) registered, then all removed.
+ * After each half, flushed: ledger[2c], ledger[2c + 1] are the ledger's
+ * bytes over the empty hub, stats[2c], stats[2c + 1] the stats' bytes over
+ * it. Returns 0, or -1. Run alone in a process.
+ */
+int ckvots_bytes_cycles(size_t spike, size_t cycles, long *ledger, long *stats);
+
+/* ----------------------------------------------------- listing_steps.c */
+
+/* Slots (keys, for a NULL object) the listings of this thread have examined so far. */
+uint64_t ckvots_listing_steps(void);
+
 /* -------------------------------------------------- probe_contention.c */
 
 /* What ckvots_probe_contention saw. */
