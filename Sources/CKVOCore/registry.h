@@ -331,7 +331,7 @@ struct ckvo_key_array {
 /* ----------------------------------------------------------------- tokens */
 
 /*
- * 16 records a page: one survivor pins 960 bytes, not a page of 512 (28 KB),
+ * 16 records a page: one survivor pins 1,088 bytes, not a page of 512 (33 KB),
  * and the directory costs half a byte a record.
  */
 #define CKVO_TOKEN_PAGE_BITS 4

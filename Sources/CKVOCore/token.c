@@ -61,8 +61,8 @@
  *   background reclaimer finds nothing pending. Settling lowers the peak to
  *   what is in flight then and frees the spares beyond what it allows.
  * - Memory held: the live records' pages (at worst one page of 16 for each
- *   live observation, 960 bytes), the spares (eight after a settle, about
- *   8 KB; until then at most a page per 16 records that were in flight at
+ *   live observation, 1,088 bytes), the spares (eight after a settle, about
+ *   9 KB; until then at most a page per 16 records that were in flight at
  *   once), the directory (8 bytes per page at the peak) and the stack of
  *   vacant entries (4 bytes per page at the peak); counted in
  *   registry->bytes.

@@ -15,12 +15,13 @@ public struct EngineStatistics: Hashable, Sendable, CustomStringConvertible {
     /// Observations removed whose handlers wait for a grace period before
     /// they are released.
     public let pendingReleases: Int
-    /// Bytes the engine holds in its own structures: token pages and their
-    /// directory, index tables beyond their initial few kilobytes, the hub.
-    /// Not counted: observer lists, slots and key names (tens of bytes per
-    /// observation), the Swift boxes of observations, and memory retired
-    /// and waiting for a grace period. After removals and a flush it falls
-    /// back to a small multiple of what is live (see docs/reliability.md).
+    /// Bytes the engine holds for the hub, exactly as asked of the allocator:
+    /// every block of its structures (token pages, slots, observer lists,
+    /// index tables, owner groups, keys and their names, the hub itself).
+    /// Not counted: the Swift boxes of observations, per-thread reader
+    /// records, and memory retired and waiting for a grace period. After
+    /// removals and a flush it falls back to a small multiple of what is live
+    /// (see docs/reliability.md).
     public let bytesHeld: Int
 
     /// The engine's counts now.
