@@ -486,7 +486,7 @@ ckvo_token_is_live(ckvo_hub_t *hub, ckvo_token_t token)
 		return false;
 	/* A read section: the record's page may be retired meanwhile (token.c). */
 	ckvo__read_begin(record);
-	obs = ckvo__token_find(&hub->registry, token, &tag);
+	obs = ckvo__token_find(&hub->registry.tokens, token, &tag);
 	ckvo__read_end(record);
 	/* ckvo_unobserve removes exactly the LIVE ones (observe.c). */
 	return obs != NULL && ckvo__tag_state(tag) == CKVO_STATE_LIVE;

@@ -135,7 +135,7 @@ ckvo_hub_create(void)
 		return NULL;
 	}
 	/* The registry counted its own tables; the hub is the rest. */
-	hub->registry.bytes += sizeof(*hub);
+	hub->registry.ledger.bytes += sizeof(*hub);
 
 	hubs_add(hub);
 	return hub;
@@ -162,7 +162,7 @@ ckvo_hub_stats(ckvo_hub_t *hub, ckvo_hub_stats_t *stats)
 	stats->observations = hub->registry.observations;
 	stats->keys = hub->registry.key_count;
 	stats->pending_releases = hub->retired - hub->done;
-	stats->bytes = hub->registry.bytes;
+	stats->bytes = hub->registry.ledger.bytes;
 	(void)pthread_mutex_unlock(&hub->lock);
 	return CKVO_OK;
 }

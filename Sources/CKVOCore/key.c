@@ -10,7 +10,7 @@
  *   count grows. Old arrays are kept (chained) until the hub is destroyed, so
  *   readers need no epoch section to look a key up: key lookup is two loads.
  * - struct ckvo_keyinfo lives as long as the hub; its name never changes.
- *   Keys, their names and every key array count in registry->bytes.
+ *   Keys, their names and every key array count in registry->ledger.bytes.
  * - registry->names (name -> keyinfo) is a single-writer ck_hs: interning
  *   puts inside the session, ckvo_key_find reads it lock-free inside an epoch
  *   read section. A put publishes a keyinfo only after filling it; a map the
@@ -38,7 +38,7 @@ keys_reserve(struct ckvo_registry *registry)
 	bigger = calloc(1, sizeof(*bigger) + (size_t)capacity * sizeof(bigger->keys[0]));
 	if (bigger == NULL)
 		return false;
-	ckvo__bytes(registry, (ptrdiff_t)(sizeof(*bigger) + (size_t)capacity * sizeof(bigger->keys[0])));
+	ckvo__bytes(&registry->ledger, (ptrdiff_t)(sizeof(*bigger) + (size_t)capacity * sizeof(bigger->keys[0])));
 	bigger->capacity = capacity;
 	bigger->older = array;
 	if (array != NULL)
@@ -95,7 +95,7 @@ key_intern_locked(struct ckvo_registry *registry, const char *name, size_t lengt
 		free(info);
 		return 0;
 	}
-	ckvo__bytes(registry, (ptrdiff_t)(sizeof(*info) + length + 1));
+	ckvo__bytes(&registry->ledger, (ptrdiff_t)(sizeof(*info) + length + 1));
 	registry->keys->keys[info->id - 1] = info;
 	/* In the array before the count admits it. */
 	ck_pr_fence_store();

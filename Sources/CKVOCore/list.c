@@ -33,7 +33,7 @@
  */
 #include <stdlib.h>
 
-#include "registry.h"
+#include "slot.h"
 
 /* Compact once at least this many entries are cleared and they outnumber the live ones. */
 #define CKVO_LIST_COMPACT_MIN 16u
@@ -97,18 +97,18 @@ list_free(ck_epoch_entry_t *entry)
 
 /* Retires `list` of `slot`, unless it is the slot's first, which goes with the slot. */
 static void
-list_retire(struct ckvo_registry *registry, struct ckvo_slot *slot, struct ckvo_list *list)
+list_retire(struct ckvo_ledger *ledger, struct ckvo_slot *slot, struct ckvo_list *list)
 {
 	if (list == ckvo__slot_first_list(slot))
 		return;
-	ckvo__bytes(registry, -(ptrdiff_t)list_size(list->capacity, list->mixed));
-	ckvo__retire(registry->garbage, list_retire_entry(list), list_free);
+	ckvo__bytes(ledger, -(ptrdiff_t)list_size(list->capacity, list->mixed));
+	ckvo__retire(ledger->garbage, list_retire_entry(list), list_free);
 }
 
 void
-ckvo__list_drop(struct ckvo_registry *registry, struct ckvo_slot *slot)
+ckvo__list_drop(struct ckvo_ledger *ledger, struct ckvo_slot *slot)
 {
-	list_retire(registry, slot, slot->list);
+	list_retire(ledger, slot, slot->list);
 }
 
 /*
@@ -152,7 +152,7 @@ list_needs_mixed(const struct ckvo_list *list, uint32_t live, ckvo_callback_t ad
  * grow, in the form `adding`, appended next, needs too (NULL: a compaction).
  */
 static bool
-list_rebuild(struct ckvo_registry *registry, struct ckvo_slot *slot, uint32_t capacity,
+list_rebuild(struct ckvo_ledger *ledger, struct ckvo_slot *slot, uint32_t capacity,
     ckvo_callback_t adding)
 {
 	struct ckvo_list *old = slot->list;
@@ -163,7 +163,7 @@ list_rebuild(struct ckvo_registry *registry, struct ckvo_slot *slot, uint32_t ca
 
 	if (list == NULL)
 		return false;
-	ckvo__bytes(registry, (ptrdiff_t)list_size(capacity, mixed));
+	ckvo__bytes(ledger, (ptrdiff_t)list_size(capacity, mixed));
 	for (uint32_t i = 0; i < old->count; i++) {
 		uint64_t observation = old->items[i].observation;
 
@@ -184,8 +184,8 @@ list_rebuild(struct ckvo_registry *registry, struct ckvo_slot *slot, uint32_t ca
 	/* Before any later removal: readers still on `old` must check states. */
 	ck_pr_store_32(&old->stale, 1);
 	if (old != ckvo__slot_first_list(slot))
-		ckvo__retire_large(registry->garbage, list_size(old->capacity, old->mixed));
-	list_retire(registry, slot, old);
+		ckvo__retire_large(ledger->garbage, list_size(old->capacity, old->mixed));
+	list_retire(ledger, slot, old);
 	return true;
 }
 
@@ -199,7 +199,7 @@ entry_bits(ckvo_options_t options)
 }
 
 bool
-ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot, struct ckvo_observation *obs,
+ckvo__list_append(struct ckvo_ledger *ledger, struct ckvo_slot *slot, struct ckvo_observation *obs,
     ckvo_callback_t callback, void *context)
 {
 	struct ckvo_list *list = slot->list;
@@ -212,7 +212,7 @@ ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot, struct
 
 		if (wanted > UINT32_MAX)
 			return false;
-		if (!list_rebuild(registry, slot, (uint32_t)wanted, callback))
+		if (!list_rebuild(ledger, slot, (uint32_t)wanted, callback))
 			return false;
 		list = slot->list;
 	}
@@ -236,7 +236,7 @@ ckvo__list_append(struct ckvo_registry *registry, struct ckvo_slot *slot, struct
 }
 
 void
-ckvo__list_remove(struct ckvo_registry *registry, struct ckvo_slot *slot, struct ckvo_observation *obs)
+ckvo__list_remove(struct ckvo_ledger *ledger, struct ckvo_slot *slot, struct ckvo_observation *obs)
 {
 	struct ckvo_list *list = slot->list;
 
@@ -251,7 +251,7 @@ ckvo__list_remove(struct ckvo_registry *registry, struct ckvo_slot *slot, struct
 		 */
 		uint64_t wanted = (uint64_t)slot->live * 2;
 
-		(void)list_rebuild(registry, slot, wanted > UINT32_MAX ? UINT32_MAX : (uint32_t)wanted,
+		(void)list_rebuild(ledger, slot, wanted > UINT32_MAX ? UINT32_MAX : (uint32_t)wanted,
 		    NULL);
 	}
 }

@@ -22,7 +22,7 @@
  *   observation to REMOVED, or by the drain for a DEFERRED one. The caller
  *   hands it to the writer session (session.c), which retires it. Memory
  *   readers may still reach (slots, lists, groups, maps) is retired into
- *   the session's limbo, registry->garbage.
+ *   the session's limbo, registry->ledger.garbage.
  * - ckvo__registry_defer runs on the read side: it moves LIVE -> DEFERRED
  *   with a compare-and-swap and pushes the observation on
  *   registry->deferred. Whoever made that transition owns the push; the
@@ -52,7 +52,7 @@
  * Owner groups and their member arrays, the owner set and the object set
  * hold memory in proportion to what is live: an array halves below a
  * quarter full (4 members at least), the sets follow ckvo__set_removed
- * (table.c). Each counts in registry->bytes while it is held.
+ * (table.c). Each counts in registry->ledger.bytes while it is held.
  */
 #define CKVO_MEMBERS_MIN 4u
 
@@ -79,7 +79,7 @@ owner_group_get(struct ckvo_registry *registry, const void *owner, bool create)
 		free(group);
 		return NULL;
 	}
-	ckvo__bytes(registry, (ptrdiff_t)sizeof(*group));
+	ckvo__bytes(&registry->ledger, (ptrdiff_t)sizeof(*group));
 	return group;
 }
 
@@ -98,9 +98,9 @@ owner_group_drop_if_empty(struct ckvo_registry *registry, struct ckvo_owner_grou
 	    ckvo__group_hash(&registry->owners, group->owner), group);
 	free(group->members);
 	group->members = NULL;
-	ckvo__bytes(registry, -(ptrdiff_t)(members_size(group->capacity) + sizeof(*group)));
+	ckvo__bytes(&registry->ledger, -(ptrdiff_t)(members_size(group->capacity) + sizeof(*group)));
 	/* A listing may still read `owner` through an observation that just left (listing.c). */
-	ckvo__retire(registry->garbage, &group->retire, owner_group_free);
+	ckvo__retire(registry->ledger.garbage, &group->retire, owner_group_free);
 	ckvo__set_removed(&registry->owners);
 }
 
@@ -113,7 +113,7 @@ owner_group_resize(struct ckvo_registry *registry, struct ckvo_owner_group *grou
 
 	if (members == NULL)
 		return false;
-	ckvo__bytes(registry, (ptrdiff_t)members_size(capacity) -
+	ckvo__bytes(&registry->ledger, (ptrdiff_t)members_size(capacity) -
 	    (ptrdiff_t)members_size(group->capacity));
 	group->members = members;
 	group->capacity = capacity;
@@ -239,7 +239,7 @@ slot_create(struct ckvo_registry *registry, struct ckvo_keyinfo *info, const voi
 
 	if (slot == NULL)
 		return NULL;
-	ckvo__bytes(registry, (ptrdiff_t)CKVO_SLOT_BLOCK_SIZE);
+	ckvo__bytes(&registry->ledger, (ptrdiff_t)CKVO_SLOT_BLOCK_SIZE);
 	ckvo__list_init_first(slot, callback);
 	slot->id.object = object;
 	slot->id.key = info->id;
@@ -266,9 +266,9 @@ slot_publish(struct ckvo_registry *registry, struct ckvo_keyinfo *info, struct c
 	 * see: room in the map, then the object's slots (a listing may find the
 	 * slot there), then the map (dispatch finds it), which cannot fail now.
 	 */
-	if (!ckvo__slotmap_reserve(registry) || !object_slot_add(registry, slot))
+	if (!ckvo__slotmap_reserve(&registry->ledger, &registry->slots) || !object_slot_add(registry, slot))
 		return false;
-	ckvo__slotmap_put(registry, slot);
+	ckvo__slotmap_put(&registry->slots, slot);
 	ckvo__writer_add(&info->object_slots, 1);
 	ck_pr_store_ptr(&info->hint, slot);
 	return true;
@@ -289,14 +289,14 @@ slot_drop(struct ckvo_registry *registry, struct ckvo_keyinfo *info, struct ckvo
 	} else {
 		if (ck_pr_load_ptr(&info->hint) == slot)
 			ck_pr_store_ptr(&info->hint, NULL);
-		ckvo__slotmap_remove(registry, slot);
+		ckvo__slotmap_remove(&registry->ledger, &registry->slots, slot);
 		ckvo__writer_add(&info->object_slots, -1);
 		object_slot_remove(registry, slot);
 	}
-	ckvo__list_drop(registry, slot);
-	ckvo__bytes(registry, -(ptrdiff_t)CKVO_SLOT_BLOCK_SIZE);
+	ckvo__list_drop(&registry->ledger, slot);
+	ckvo__bytes(&registry->ledger, -(ptrdiff_t)CKVO_SLOT_BLOCK_SIZE);
 	/* Overwrites `live`, `dead` and `prev`, which no one reads any more; `next` stays. */
-	ckvo__retire(registry->garbage, &slot->retire, slot_free);
+	ckvo__retire(registry->ledger.garbage, &slot->retire, slot_free);
 }
 
 /* --------------------------------------------------------- observations */
@@ -342,11 +342,11 @@ observation_unlink(struct ckvo_registry *registry, struct ckvo_observation *obs)
 	void *context = slot->list->items[obs->index].context;
 
 	if (ckvo__observation_indexed(options))
-		ckvo__identity_remove(registry, obs);
+		ckvo__identity_remove(&registry->identities, &registry->tokens, &registry->ledger, obs);
 	if (obs->owner_group != NULL)
 		owner_group_leave(registry, obs);
 
-	ckvo__list_remove(registry, slot, obs);
+	ckvo__list_remove(&registry->ledger, slot, obs);
 	/*
 	 * The fields of a linked observation are free now: they take what its
 	 * release needs. A listing may still be reading `owner_group` where
@@ -465,9 +465,9 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 
 	*existing = NULL;
 	if (indexed) {
-		if (!ckvo__identity_reserve(registry))
+		if (!ckvo__identity_reserve(&registry->identities, &registry->tokens, &registry->ledger))
 			return CKVO_ENOMEM;
-		*existing = ckvo__identity_find(registry, identity);
+		*existing = ckvo__identity_find(&registry->identities, &registry->tokens, identity);
 		if (*existing != NULL) {
 			if (ckvo__tag_state(ck_pr_load_64(&(*existing)->tag)) == CKVO_STATE_LIVE)
 				return CKVO_EEXIST;
@@ -485,7 +485,7 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 			return CKVO_ENOMEM;
 		}
 	}
-	obs = ckvo__token_take(registry);
+	obs = ckvo__token_take(&registry->tokens, &registry->ledger);
 	if (obs == NULL) {
 		if (group != NULL)
 			owner_group_drop_if_empty(registry, group);
@@ -521,24 +521,24 @@ ckvo__registry_add(struct ckvo_registry *registry, struct ckvo_keyinfo *info,
 	tag = ckvo__tag_with(tag, options, CKVO_STATE_PUBLISHED);
 	ck_pr_store_64(&obs->tag, tag);
 	if (slot == NULL ||
-	    !ckvo__list_append(registry, slot, obs, identity->callback, identity->context) ||
+	    !ckvo__list_append(&registry->ledger, slot, obs, identity->callback, identity->context) ||
 	    (new_slot != NULL && !slot_publish(registry, info, new_slot))) {
 		key_count(info, options, -1);
 		if (token != NULL)
 			*token = (ckvo_token_t)CKVO_TOKEN_NONE_INITIALIZER;
 		/* Its list is still its first (one entry of room): one block. */
 		if (new_slot != NULL)
-			ckvo__bytes(registry, -(ptrdiff_t)CKVO_SLOT_BLOCK_SIZE);
+			ckvo__bytes(&registry->ledger, -(ptrdiff_t)CKVO_SLOT_BLOCK_SIZE);
 		free(new_slot);
 		if (group != NULL)
 			owner_group_drop_if_empty(registry, group);
 		/* Never reachable by readers: back to its page at once. */
-		ckvo__token_return(registry, obs);
+		ckvo__token_return(&registry->tokens, &registry->ledger, obs, registry->observations);
 		return CKVO_ENOMEM;
 	}
 
 	if (indexed)
-		ckvo__identity_insert(registry, obs);
+		ckvo__identity_insert(&registry->identities, &registry->tokens, obs);
 	if (group != NULL) {
 		obs->owner_group = group;
 		obs->owner_index = group->count;
@@ -565,7 +565,7 @@ ckvo__registry_remove(struct ckvo_registry *registry, ckvo_token_t token,
     struct ckvo_unlinked *unlinked)
 {
 	uint64_t tag = 0;
-	struct ckvo_observation *obs = ckvo__token_find(registry, token, &tag);
+	struct ckvo_observation *obs = ckvo__token_find(&registry->tokens, token, &tag);
 
 	if (obs == NULL)
 		return CKVO_ENOENT;
@@ -611,7 +611,7 @@ ckvo__registry_defer(struct ckvo_registry *registry, ckvo_token_t token, bool *f
 		return CKVO_ENOMEM;
 
 	ckvo__read_begin(record);
-	obs = ckvo__token_find(registry, token, &tag);
+	obs = ckvo__token_find(&registry->tokens, token, &tag);
 	/* PUBLISHED: its own callback, called before its registration finished (ckvo__registry_add). */
 	if (obs != NULL && (ckvo__tag_state(tag) == CKVO_STATE_LIVE ||
 	    ckvo__tag_state(tag) == CKVO_STATE_PUBLISHED)) {
@@ -712,15 +712,15 @@ ckvo__registry_init(struct ckvo_registry *registry, struct ckvo_limbo *garbage)
 {
 	int initialized = 0;
 
-	registry->garbage = garbage;
+	registry->ledger.garbage = garbage;
 	ck_stack_init(&registry->deferred);
-	if (ckvo__slotmap_init(registry, &registry->slots))
+	if (ckvo__slotmap_init(&registry->ledger, &registry->slots))
 		initialized++;
-	if (initialized == 1 && ckvo__names_init(&registry->names, registry))
+	if (initialized == 1 && ckvo__names_init(&registry->names, &registry->ledger))
 		initialized++;
-	if (initialized == 2 && ckvo__groups_init(&registry->owners, registry, false))
+	if (initialized == 2 && ckvo__groups_init(&registry->owners, &registry->ledger, false))
 		initialized++;
-	if (initialized == 3 && ckvo__groups_init(&registry->objects, registry, true))
+	if (initialized == 3 && ckvo__groups_init(&registry->objects, &registry->ledger, true))
 		initialized++;
 	if (initialized == 4)
 		return true;
@@ -741,6 +741,6 @@ ckvo__registry_destroy(struct ckvo_registry *registry)
 	ckvo__set_destroy(&registry->names);
 	ckvo__set_destroy(&registry->owners);
 	ckvo__set_destroy(&registry->objects);
-	ckvo__identities_destroy(registry);
-	ckvo__tokens_destroy(registry);
+	ckvo__identities_destroy(&registry->identities, &registry->ledger);
+	ckvo__tokens_destroy(&registry->tokens);
 }

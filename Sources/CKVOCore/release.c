@@ -104,6 +104,16 @@ ticket_max(uint64_t a, uint64_t b)
 	return ckvo__counter_before(a, b) ? b : a;
 }
 
+/* Gives the record of the released observation at `link` back to its page (token.c). */
+static void
+record_return(struct ckvo_hub *hub, ck_stack_entry_t *link)
+{
+	struct ckvo_registry *registry = &hub->registry;
+
+	ckvo__token_return(&registry->tokens, &registry->ledger,
+	    CKVO_CONTAINER(struct ckvo_observation, link, link), registry->observations);
+}
+
 /* Appends the observation at `link` to the queue. */
 static void
 queue_append(struct ckvo_hub *hub, ck_stack_entry_t *link)
@@ -227,7 +237,7 @@ run_abandoned(void *argument)
 		bool exited = cursor == frame->cursor;
 
 		next = cursor->next;
-		ckvo__token_return(&hub->registry, CKVO_CONTAINER(struct ckvo_observation, link, cursor));
+		record_return(hub, cursor);
 		ran++;
 		if (exited)
 			break;
@@ -319,8 +329,7 @@ run(struct ckvo_hub *hub, uint64_t ticket)
 		(void)pthread_mutex_lock(&hub->lock);
 		for (cursor = chunk; cursor != NULL; cursor = next) {
 			next = cursor->next;
-			ckvo__token_return(&hub->registry,
-			    CKVO_CONTAINER(struct ckvo_observation, link, cursor));
+			record_return(hub, cursor);
 		}
 		hub->done += count;
 		(void)pthread_cond_broadcast(&hub->ran);

@@ -236,7 +236,7 @@ void
 ckvo__session_settle(struct ckvo_hub *hub)
 {
 	/* Spare token pages follow the records in flight since the last settle (token.c). */
-	ckvo__tokens_settle(&hub->registry);
+	ckvo__tokens_settle(&hub->registry.tokens, &hub->registry.ledger, hub->registry.observations);
 }
 
 bool

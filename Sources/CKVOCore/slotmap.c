@@ -28,7 +28,7 @@
  */
 #include <stdlib.h>
 
-#include "registry.h"
+#include "slotmap.h"
 
 #define SLOTMAP_MIN_CAPACITY 64u
 
@@ -49,14 +49,14 @@ table_create(uint32_t capacity)
 }
 
 bool
-ckvo__slotmap_init(struct ckvo_registry *registry, struct ckvo_slotmap *map)
+ckvo__slotmap_init(struct ckvo_ledger *ledger, struct ckvo_slotmap *map)
 {
 	map->table = table_create(SLOTMAP_MIN_CAPACITY);
 	map->count = 0;
 	map->tombstones = 0;
 	if (map->table == NULL)
 		return false;
-	ckvo__bytes(registry, (ptrdiff_t)table_size(SLOTMAP_MIN_CAPACITY));
+	ckvo__bytes(ledger, (ptrdiff_t)table_size(SLOTMAP_MIN_CAPACITY));
 	return true;
 }
 
@@ -86,7 +86,7 @@ table_free_bucket(const struct ckvo_slotmap_table *table, const void *object, ck
 
 /* Replaces the table by one with room for `count` + 1 live slots and no tombstones. */
 static bool
-slotmap_rebuild(struct ckvo_registry *registry, struct ckvo_slotmap *map)
+slotmap_rebuild(struct ckvo_ledger *ledger, struct ckvo_slotmap *map)
 {
 	struct ckvo_slotmap_table *old = map->table, *table;
 	uint32_t capacity = SLOTMAP_MIN_CAPACITY;
@@ -111,28 +111,26 @@ slotmap_rebuild(struct ckvo_registry *registry, struct ckvo_slotmap *map)
 	CKVO_TSAN_RELEASE(table);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&map->table, table);
-	ckvo__bytes(registry, (ptrdiff_t)table_size(capacity) - (ptrdiff_t)table_size(old->mask + 1));
-	ckvo__retire(registry->garbage, &old->retire, table_free);
-	ckvo__retire_large(registry->garbage, table_size(old->mask + 1));
+	ckvo__bytes(ledger, (ptrdiff_t)table_size(capacity) - (ptrdiff_t)table_size(old->mask + 1));
+	ckvo__retire(ledger->garbage, &old->retire, table_free);
+	ckvo__retire_large(ledger->garbage, table_size(old->mask + 1));
 	return true;
 }
 
 bool
-ckvo__slotmap_reserve(struct ckvo_registry *registry)
+ckvo__slotmap_reserve(struct ckvo_ledger *ledger, struct ckvo_slotmap *map)
 {
-	struct ckvo_slotmap *map = &registry->slots;
 	uint64_t capacity = (uint64_t)map->table->mask + 1;
 
 	if ((uint64_t)(map->count + 1) * 2 > capacity ||
 	    (uint64_t)(map->count + map->tombstones + 1) * 4 > capacity * 3)
-		return slotmap_rebuild(registry, map);
+		return slotmap_rebuild(ledger, map);
 	return true;
 }
 
 void
-ckvo__slotmap_put(struct ckvo_registry *registry, struct ckvo_slot *slot)
+ckvo__slotmap_put(struct ckvo_slotmap *map, struct ckvo_slot *slot)
 {
-	struct ckvo_slotmap *map = &registry->slots;
 	struct ckvo_slotmap_table *table = map->table;
 	uint32_t i;
 
@@ -145,9 +143,8 @@ ckvo__slotmap_put(struct ckvo_registry *registry, struct ckvo_slot *slot)
 }
 
 void
-ckvo__slotmap_remove(struct ckvo_registry *registry, struct ckvo_slot *slot)
+ckvo__slotmap_remove(struct ckvo_ledger *ledger, struct ckvo_slotmap *map, struct ckvo_slot *slot)
 {
-	struct ckvo_slotmap *map = &registry->slots;
 	struct ckvo_slotmap_table *table = map->table;
 	uint32_t mask = table->mask;
 	uint32_t i = (uint32_t)ckvo__slot_id_hash(slot->id.object, slot->id.key) & mask;
@@ -175,5 +172,5 @@ ckvo__slotmap_remove(struct ckvo_registry *registry, struct ckvo_slot *slot)
 	 * keeps its size.
 	 */
 	if (mask + 1 > SLOTMAP_MIN_CAPACITY && (uint64_t)map->count * 8 < (uint64_t)mask + 1)
-		(void)slotmap_rebuild(registry, map);
+		(void)slotmap_rebuild(ledger, map);
 }

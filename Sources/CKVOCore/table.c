@@ -31,7 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry.h"
+#include "key.h"
+#include "slot.h"
+#include "table.h"
 
 /* Each map allocation is preceded by the entry that retires it. */
 struct map_header {
@@ -73,10 +75,10 @@ hs_free(void *pointer, size_t size, bool defer)
 		free(header);
 		return;
 	}
-	ckvo__bytes(set->registry, -(ptrdiff_t)(sizeof(*header) + header->size));
+	ckvo__bytes(set->ledger, -(ptrdiff_t)(sizeof(*header) + header->size));
 	if (defer && set->shared) {
-		ckvo__retire(set->registry->garbage, &header->retire, map_free);
-		ckvo__retire_large(set->registry->garbage, header->size);
+		ckvo__retire(set->ledger->garbage, &header->retire, map_free);
+		ckvo__retire_large(set->ledger->garbage, header->size);
 		return;
 	}
 	free(header);
@@ -97,17 +99,17 @@ map_claim(struct ckvo_set *set)
 	if (header->set == set)
 		return;
 	header->set = set;
-	ckvo__bytes(set->registry, (ptrdiff_t)(sizeof(*header) + header->size));
+	ckvo__bytes(set->ledger, (ptrdiff_t)(sizeof(*header) + header->size));
 	/* ck_hs maps are a fixed header plus 8-byte buckets. */
 	set->capacity = (header->size - set->overhead) / sizeof(void *);
 }
 
 static bool
-set_init(struct ckvo_set *set, struct ckvo_registry *registry, bool shared,
+set_init(struct ckvo_set *set, struct ckvo_ledger *ledger, bool shared,
     ck_hs_hash_cb_t *hash, ck_hs_compare_cb_t *compare, unsigned long capacity,
     unsigned long seed)
 {
-	set->registry = registry;
+	set->ledger = ledger;
 	set->shared = shared;
 	if (!ck_hs_init(&set->hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, hash, compare, &hs_allocator,
 	    capacity, seed))
@@ -198,9 +200,9 @@ name_equal(const void *stored, const void *probe)
 }
 
 bool
-ckvo__names_init(struct ckvo_set *set, struct ckvo_registry *registry)
+ckvo__names_init(struct ckvo_set *set, struct ckvo_ledger *ledger)
 {
-	return set_init(set, registry, true, name_hash, name_equal, SET_MIN_CAPACITY, 0x85ebca6bULL);
+	return set_init(set, ledger, true, name_hash, name_equal, SET_MIN_CAPACITY, 0x85ebca6bULL);
 }
 
 unsigned long
@@ -246,9 +248,9 @@ identity_equal(const struct ckvo_observation *obs, const struct ckvo_identity *i
 }
 
 struct ckvo_observation *
-ckvo__identity_find(struct ckvo_registry *registry, const struct ckvo_identity *identity)
+ckvo__identity_find(struct ckvo_identities *table, struct ckvo_tokens *tokens,
+    const struct ckvo_identity *identity)
 {
-	struct ckvo_identities *table = &registry->identities;
 
 	if (table->buckets == NULL)
 		return NULL;
@@ -258,16 +260,16 @@ ckvo__identity_find(struct ckvo_registry *registry, const struct ckvo_identity *
 
 		if (bucket == 0)
 			return NULL;
-		obs = ckvo__token_record(registry, bucket - 1);
+		obs = ckvo__token_record(tokens, bucket - 1);
 		if (identity_equal(obs, identity))
 			return obs;
 	}
 }
 
 static void
-identity_place(struct ckvo_registry *registry, uint32_t *buckets, uint32_t mask, uint32_t bucket)
+identity_place(struct ckvo_tokens *tokens, uint32_t *buckets, uint32_t mask, uint32_t bucket)
 {
-	uint32_t i = ckvo__token_record(registry, bucket - 1)->identity & mask;
+	uint32_t i = ckvo__token_record(tokens, bucket - 1)->identity & mask;
 
 	while (buckets[i] != 0)
 		i = (i + 1) & mask;
@@ -276,20 +278,20 @@ identity_place(struct ckvo_registry *registry, uint32_t *buckets, uint32_t mask,
 
 /* Moves the identities into a table of `capacity` buckets; false when out of memory. */
 static bool
-identity_resize(struct ckvo_registry *registry, uint32_t capacity)
+identity_resize(struct ckvo_identities *table, struct ckvo_tokens *tokens,
+    struct ckvo_ledger *ledger, uint32_t capacity)
 {
-	struct ckvo_identities *table = &registry->identities;
 	uint32_t *buckets = calloc(capacity, sizeof(*buckets));
 
 	if (buckets == NULL)
 		return false;
 	for (uint32_t i = 0; table->buckets != NULL && i <= table->mask; i++) {
 		if (table->buckets[i] != 0)
-			identity_place(registry, buckets, capacity - 1, table->buckets[i]);
+			identity_place(tokens, buckets, capacity - 1, table->buckets[i]);
 	}
 	if (table->buckets != NULL)
-		ckvo__bytes(registry, -(ptrdiff_t)(((size_t)table->mask + 1) * sizeof(*buckets)));
-	ckvo__bytes(registry, (ptrdiff_t)((size_t)capacity * sizeof(*buckets)));
+		ckvo__bytes(ledger, -(ptrdiff_t)(((size_t)table->mask + 1) * sizeof(*buckets)));
+	ckvo__bytes(ledger, (ptrdiff_t)((size_t)capacity * sizeof(*buckets)));
 	/* Writer-only: no reader can be probing it. */
 	free(table->buckets);
 	table->buckets = buckets;
@@ -298,31 +300,31 @@ identity_resize(struct ckvo_registry *registry, uint32_t capacity)
 }
 
 bool
-ckvo__identity_reserve(struct ckvo_registry *registry)
+ckvo__identity_reserve(struct ckvo_identities *table, struct ckvo_tokens *tokens,
+    struct ckvo_ledger *ledger)
 {
-	struct ckvo_identities *table = &registry->identities;
 	uint32_t capacity = table->buckets == NULL ? 0 : table->mask + 1;
 
 	if ((uint64_t)(table->count + 1) * 4 <= (uint64_t)capacity * 3)
 		return true;
 	if (capacity >= (1u << 31))
 		return false;
-	return identity_resize(registry, capacity == 0 ? 64 : capacity * 2);
+	return identity_resize(table, tokens, ledger, capacity == 0 ? 64 : capacity * 2);
 }
 
 void
-ckvo__identity_insert(struct ckvo_registry *registry, struct ckvo_observation *obs)
+ckvo__identity_insert(struct ckvo_identities *table, struct ckvo_tokens *tokens,
+    struct ckvo_observation *obs)
 {
-	struct ckvo_identities *table = &registry->identities;
 
-	identity_place(registry, table->buckets, table->mask, obs->id + 1);
+	identity_place(tokens, table->buckets, table->mask, obs->id + 1);
 	table->count++;
 }
 
 void
-ckvo__identity_remove(struct ckvo_registry *registry, struct ckvo_observation *obs)
+ckvo__identity_remove(struct ckvo_identities *table, struct ckvo_tokens *tokens,
+    struct ckvo_ledger *ledger, struct ckvo_observation *obs)
 {
-	struct ckvo_identities *table = &registry->identities;
 	uint32_t mask = table->mask, hole = obs->identity & mask;
 
 	while (table->buckets[hole] != obs->id + 1)
@@ -334,7 +336,7 @@ ckvo__identity_remove(struct ckvo_registry *registry, struct ckvo_observation *o
 	 * cyclically in (hole, i]: lookups that passed the hole still find it.
 	 */
 	for (uint32_t i = (hole + 1) & mask; table->buckets[i] != 0; i = (i + 1) & mask) {
-		uint32_t home = ckvo__token_record(registry, table->buckets[i] - 1)->identity & mask;
+		uint32_t home = ckvo__token_record(tokens, table->buckets[i] - 1)->identity & mask;
 
 		if (((i - home) & mask) >= ((i - hole) & mask)) {
 			table->buckets[hole] = table->buckets[i];
@@ -350,16 +352,16 @@ ckvo__identity_remove(struct ckvo_registry *registry, struct ckvo_observation *o
 	 * the first 64. Out of memory: it keeps its size.
 	 */
 	if (mask + 1 > 64 && (uint64_t)table->count * 8 < (uint64_t)mask + 1)
-		(void)identity_resize(registry, (mask + 1) / 2);
+		(void)identity_resize(table, tokens, ledger, (mask + 1) / 2);
 }
 
 void
-ckvo__identities_destroy(struct ckvo_registry *registry)
+ckvo__identities_destroy(struct ckvo_identities *table, struct ckvo_ledger *ledger)
 {
-	if (registry->identities.buckets != NULL)
-		ckvo__bytes(registry, -(ptrdiff_t)(((size_t)registry->identities.mask + 1) * sizeof(uint32_t)));
-	free(registry->identities.buckets);
-	memset(&registry->identities, 0, sizeof(registry->identities));
+	if (table->buckets != NULL)
+		ckvo__bytes(ledger, -(ptrdiff_t)(((size_t)table->mask + 1) * sizeof(uint32_t)));
+	free(table->buckets);
+	memset(table, 0, sizeof(*table));
 }
 
 /* ------------------------------------------------- owner groups, objects */
@@ -380,9 +382,9 @@ group_equal(const void *stored, const void *probe)
 }
 
 bool
-ckvo__groups_init(struct ckvo_set *set, struct ckvo_registry *registry, bool shared)
+ckvo__groups_init(struct ckvo_set *set, struct ckvo_ledger *ledger, bool shared)
 {
-	return set_init(set, registry, shared, group_hash, group_equal, SET_MIN_CAPACITY,
+	return set_init(set, ledger, shared, group_hash, group_equal, SET_MIN_CAPACITY,
 	    0x27d4eb2fULL);
 }
 

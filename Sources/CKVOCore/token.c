@@ -46,7 +46,7 @@
  * - Records are handed out and returned inside the writer session, from
  *   pages that have one not in use. A page whose records are all returned
  *   leaves the directory and is freed after a grace period (a reader holding
- *   an old token may still be loading a tag from it; registry->garbage),
+ *   an old token may still be loading a tag from it; ledger->garbage),
  *   unless it is kept as a spare. Its directory entry may be filled again by
  *   a new page: the generations its records get are new.
  * - Spares: empty pages kept so that churn allocates no page. Records in
@@ -72,7 +72,7 @@
 #include <string.h>
 
 #include "counters.h"
-#include "registry.h"
+#include "token.h"
 
 static void
 dir_free(ck_epoch_entry_t *entry)
@@ -88,7 +88,7 @@ dir_size(uint32_t capacity)
 
 /* Grows the directory to hold entry `number`; the old one is retired. */
 static bool
-dir_reserve(struct ckvo_registry *registry, struct ckvo_tokens *tokens, uint32_t number)
+dir_reserve(struct ckvo_ledger *ledger, struct ckvo_tokens *tokens, uint32_t number)
 {
 	struct ckvo_token_dir *dir = tokens->dir, *bigger;
 	uint32_t capacity = dir == NULL ? 8 : dir->capacity;
@@ -106,10 +106,10 @@ dir_reserve(struct ckvo_registry *registry, struct ckvo_tokens *tokens, uint32_t
 	CKVO_TSAN_RELEASE(bigger);
 	ck_pr_fence_store();
 	ck_pr_store_ptr(&tokens->dir, bigger);
-	ckvo__bytes(registry, (ptrdiff_t)dir_size(capacity));
+	ckvo__bytes(ledger, (ptrdiff_t)dir_size(capacity));
 	if (dir != NULL) {
-		ckvo__bytes(registry, -(ptrdiff_t)dir_size(dir->capacity));
-		ckvo__retire(registry->garbage, &dir->retire, dir_free);
+		ckvo__bytes(ledger, -(ptrdiff_t)dir_size(dir->capacity));
+		ckvo__retire(ledger->garbage, &dir->retire, dir_free);
 	}
 	return true;
 }
@@ -162,11 +162,9 @@ spare_remove(struct ckvo_tokens *tokens, struct ckvo_token_page *page)
 
 /* Records handed out whose observation is no longer live and that are not back yet. */
 static uint64_t
-in_flight(const struct ckvo_registry *registry)
+in_flight(const struct ckvo_tokens *tokens, uint64_t live)
 {
-	uint64_t live = registry->observations;
-
-	return registry->tokens.out > live ? registry->tokens.out - live : 0;
+	return tokens->out > live ? tokens->out - live : 0;
 }
 
 /* How many empty pages the hub keeps (see the top of this file). */
@@ -182,18 +180,18 @@ spares_wanted(const struct ckvo_tokens *tokens)
 
 /* A new page in a vacant directory entry or a new one, all of its records free. */
 static struct ckvo_token_page *
-page_create(struct ckvo_registry *registry, struct ckvo_tokens *tokens)
+page_create(struct ckvo_ledger *ledger, struct ckvo_tokens *tokens)
 {
 	bool vacant = tokens->vacant_count > 0;
 	uint32_t number = vacant ? tokens->vacant[tokens->vacant_count - 1] : tokens->pages;
 	struct ckvo_token_page *page;
 
-	if (!vacant && (number >= CKVO_TOKEN_PAGES_MAX || !dir_reserve(registry, tokens, number)))
+	if (!vacant && (number >= CKVO_TOKEN_PAGES_MAX || !dir_reserve(ledger, tokens, number)))
 		return NULL;
 	page = calloc(1, sizeof(*page));
 	if (page == NULL)
 		return NULL;
-	ckvo__bytes(registry, (ptrdiff_t)sizeof(*page));
+	ckvo__bytes(ledger, (ptrdiff_t)sizeof(*page));
 	page->number = number;
 	for (uint32_t i = CKVO_TOKEN_PAGE_SIZE; i-- > 0;) {
 		struct ckvo_observation *obs = &page->records[i];
@@ -255,15 +253,14 @@ generation_take(struct ckvo_tokens *tokens)
 }
 
 struct ckvo_observation *
-ckvo__token_take(struct ckvo_registry *registry)
+ckvo__token_take(struct ckvo_tokens *tokens, struct ckvo_ledger *ledger)
 {
-	struct ckvo_tokens *tokens = &registry->tokens;
 	struct ckvo_token_page *page = tokens->free_pages;
 	struct ckvo_observation *obs;
 	uint64_t generation;
 
 	if (page == NULL) {
-		page = page_create(registry, tokens);
+		page = page_create(ledger, tokens);
 		if (page == NULL)
 			return NULL;
 	}
@@ -302,9 +299,8 @@ page_free(ck_epoch_entry_t *entry)
  * is vacant. False, and the page stays, when out of memory.
  */
 static bool
-page_release(struct ckvo_registry *registry, struct ckvo_token_page *page)
+page_release(struct ckvo_tokens *tokens, struct ckvo_ledger *ledger, struct ckvo_token_page *page)
 {
-	struct ckvo_tokens *tokens = &registry->tokens;
 	uint32_t number = page->number;
 
 	if (tokens->vacant_count == tokens->vacant_capacity) {
@@ -315,25 +311,25 @@ page_release(struct ckvo_registry *registry, struct ckvo_token_page *page)
 		if (grown == NULL)
 			return false;
 		tokens->vacant = grown;
-		ckvo__bytes(registry, (ptrdiff_t)(((size_t)capacity - tokens->vacant_capacity) *
+		ckvo__bytes(ledger, (ptrdiff_t)(((size_t)capacity - tokens->vacant_capacity) *
 		    sizeof(*grown)));
 		tokens->vacant_capacity = capacity;
 	}
 	tokens->vacant[tokens->vacant_count++] = number;
 	free_pages_remove(tokens, page);
 	ck_pr_store_ptr(&tokens->dir->pages[number], NULL);
-	ckvo__retire(registry->garbage, &page->retire, page_free);
-	ckvo__bytes(registry, -(ptrdiff_t)sizeof(*page));
+	ckvo__retire(ledger->garbage, &page->retire, page_free);
+	ckvo__bytes(ledger, -(ptrdiff_t)sizeof(*page));
 	return true;
 }
 
 void
-ckvo__token_return(struct ckvo_registry *registry, struct ckvo_observation *obs)
+ckvo__token_return(struct ckvo_tokens *tokens, struct ckvo_ledger *ledger,
+    struct ckvo_observation *obs, uint64_t live)
 {
-	struct ckvo_tokens *tokens = &registry->tokens;
 	uint32_t number = obs->id >> CKVO_TOKEN_PAGE_BITS;
 	struct ckvo_token_page *page = tokens->dir->pages[number];
-	uint64_t flight = in_flight(registry);
+	uint64_t flight = in_flight(tokens, live);
 
 	/* The peak is taken as records come back: they were all in flight together. */
 	if (flight > tokens->flight_peak)
@@ -348,21 +344,20 @@ ckvo__token_return(struct ckvo_registry *registry, struct ckvo_observation *obs)
 	if (--page->in_use != 0)
 		return;
 	/* Every record is back: a spare, or the page goes (out of memory: a spare all the same). */
-	if (tokens->spares < spares_wanted(tokens) || !page_release(registry, page))
+	if (tokens->spares < spares_wanted(tokens) || !page_release(tokens, ledger, page))
 		spare_add(tokens, page);
 }
 
 void
-ckvo__tokens_settle(struct ckvo_registry *registry)
+ckvo__tokens_settle(struct ckvo_tokens *tokens, struct ckvo_ledger *ledger, uint64_t live)
 {
-	struct ckvo_tokens *tokens = &registry->tokens;
 
-	tokens->flight_peak = in_flight(registry);
+	tokens->flight_peak = in_flight(tokens, live);
 	while (tokens->spares > spares_wanted(tokens)) {
 		struct ckvo_token_page *page = tokens->spare_pages;
 
 		spare_remove(tokens, page);
-		if (!page_release(registry, page)) {
+		if (!page_release(tokens, ledger, page)) {
 			spare_add(tokens, page);
 			return;
 		}
@@ -376,9 +371,9 @@ ckvo__token_of(const struct ckvo_observation *obs)
 }
 
 struct ckvo_observation *
-ckvo__token_record(struct ckvo_registry *registry, uint32_t id)
+ckvo__token_record(struct ckvo_tokens *tokens, uint32_t id)
 {
-	struct ckvo_token_dir *dir = ck_pr_load_ptr(&registry->tokens.dir);
+	struct ckvo_token_dir *dir = ck_pr_load_ptr(&tokens->dir);
 	uint32_t page_index = id >> CKVO_TOKEN_PAGE_BITS;
 	struct ckvo_token_page *page;
 
@@ -395,14 +390,14 @@ ckvo__token_record(struct ckvo_registry *registry, uint32_t id)
 }
 
 struct ckvo_observation *
-ckvo__token_find(struct ckvo_registry *registry, ckvo_token_t token, uint64_t *tag)
+ckvo__token_find(struct ckvo_tokens *tokens, ckvo_token_t token, uint64_t *tag)
 {
 	struct ckvo_observation *obs;
 
 	/* A record not yet handed out has generation 0; indexes are 32 bits. */
 	if (token.generation == 0 || token.index > UINT32_MAX)
 		return NULL;
-	obs = ckvo__token_record(registry, (uint32_t)token.index);
+	obs = ckvo__token_record(tokens, (uint32_t)token.index);
 	if (obs == NULL)
 		return NULL;
 	*tag = ck_pr_load_64(&obs->tag);
@@ -418,9 +413,8 @@ ckvo__token_find(struct ckvo_registry *registry, ckvo_token_t token, uint64_t *t
 }
 
 void
-ckvo__tokens_destroy(struct ckvo_registry *registry)
+ckvo__tokens_destroy(struct ckvo_tokens *tokens)
 {
-	struct ckvo_tokens *tokens = &registry->tokens;
 	struct ckvo_token_dir *dir = tokens->dir;
 
 	if (dir != NULL) {
