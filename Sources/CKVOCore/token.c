@@ -364,31 +364,6 @@ ckvo__tokens_settle(struct ckvo_tokens *tokens, struct ckvo_ledger *ledger, uint
 	}
 }
 
-ckvo_token_t
-ckvo__token_of(const struct ckvo_observation *obs)
-{
-	return (ckvo_token_t){ .generation = obs->generation, .index = obs->id };
-}
-
-struct ckvo_observation *
-ckvo__token_record(struct ckvo_tokens *tokens, uint32_t id)
-{
-	struct ckvo_token_dir *dir = ck_pr_load_ptr(&tokens->dir);
-	uint32_t page_index = id >> CKVO_TOKEN_PAGE_BITS;
-	struct ckvo_token_page *page;
-
-	if (dir == NULL)
-		return NULL;
-	CKVO_TSAN_ACQUIRE(dir);
-	if (page_index >= dir->capacity)
-		return NULL;
-	page = ck_pr_load_ptr(&dir->pages[page_index]);
-	if (page == NULL)
-		return NULL;
-	CKVO_TSAN_ACQUIRE(page);
-	return &page->records[id & (CKVO_TOKEN_PAGE_SIZE - 1)];
-}
-
 struct ckvo_observation *
 ckvo__token_find(struct ckvo_tokens *tokens, ckvo_token_t token, uint64_t *tag)
 {

@@ -58,6 +58,37 @@ struct ckvo_tokens {
 	uint64_t flight_peak;   /* most records out but not live since the last settle */
 };
 
+/* The token of `obs` (under the writer lock, or inside a read section that found it). */
+static inline ckvo_token_t
+ckvo__token_of(const struct ckvo_observation *obs)
+{
+	return (ckvo_token_t){ .generation = obs->generation, .index = obs->id };
+}
+
+/*
+ * The record at index `id`, or NULL: under the writer lock, or inside a read
+ * section, which keeps the directory and page it loads alive. Inline: the
+ * identity table resolves record ids through it on every registration.
+ */
+static inline struct ckvo_observation *
+ckvo__token_record(struct ckvo_tokens *tokens, uint32_t id)
+{
+	struct ckvo_token_dir *dir = ck_pr_load_ptr(&tokens->dir);
+	uint32_t page_index = id >> CKVO_TOKEN_PAGE_BITS;
+	struct ckvo_token_page *page;
+
+	if (dir == NULL)
+		return NULL;
+	CKVO_TSAN_ACQUIRE(dir);
+	if (page_index >= dir->capacity)
+		return NULL;
+	page = ck_pr_load_ptr(&dir->pages[page_index]);
+	if (page == NULL)
+		return NULL;
+	CKVO_TSAN_ACQUIRE(page);
+	return &page->records[id & (CKVO_TOKEN_PAGE_SIZE - 1)];
+}
+
 /*
  * token.c. `live` is the hub's count of live observations: records handed
  * out beyond it are in flight (see token.c on spare pages).
@@ -65,10 +96,8 @@ struct ckvo_tokens {
 struct ckvo_observation *ckvo__token_take(struct ckvo_tokens *tokens, struct ckvo_ledger *ledger);
 void ckvo__token_return(struct ckvo_tokens *tokens, struct ckvo_ledger *ledger,
     struct ckvo_observation *obs, uint64_t live);
-ckvo_token_t ckvo__token_of(const struct ckvo_observation *obs);
 struct ckvo_observation *ckvo__token_find(struct ckvo_tokens *tokens, ckvo_token_t token,
     uint64_t *tag);
-struct ckvo_observation *ckvo__token_record(struct ckvo_tokens *tokens, uint32_t id);
 void ckvo__tokens_settle(struct ckvo_tokens *tokens, struct ckvo_ledger *ledger, uint64_t live);
 void ckvo__tokens_destroy(struct ckvo_tokens *tokens);
 
