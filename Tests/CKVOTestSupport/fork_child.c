@@ -121,34 +121,6 @@ child_scenario(ckvo_hub_t *hub, const void *object, ckvo_key_t key)
 	return CKVOTS_FORK_OK;
 }
 
-static int
-wait_child(pid_t pid, unsigned timeout_seconds)
-{
-	/* Polls instead of measuring: the deadline only turns a hung child into a
-	 * failure code. */
-	struct timespec step = { 0, 1000000 }; /* 1 ms */
-	int status = 0;
-	for (unsigned long waited = 0;; waited++) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-		if (r == pid)
-			break;
-		if (r < 0 && errno != EINTR)
-			return CKVOTS_FORK_HELPER_WAIT;
-		if (waited >= (unsigned long)timeout_seconds * 1000) {
-			kill(pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-			}
-			return CKVOTS_FORK_CHILD_TIMEOUT;
-		}
-		nanosleep(&step, NULL);
-	}
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return CKVOTS_FORK_CHILD_SIGNALED + WTERMSIG(status);
-	return CKVOTS_FORK_HELPER_WAIT;
-}
-
 int
 ckvots_fork_scenario(ckvo_hub_t *hub, const void *object, ckvo_key_t key, unsigned dispatchers,
     unsigned writers, unsigned forks, unsigned timeout_seconds)
@@ -180,7 +152,7 @@ ckvots_fork_scenario(ckvo_hub_t *hub, const void *object, ckvo_key_t key, unsign
 		}
 		if (pid == 0)
 			_exit(child_scenario(hub, object, key));
-		result = wait_child(pid, timeout_seconds);
+		result = ckvots_wait_child(pid, timeout_seconds);
 	}
 
 	atomic_store(&load.stop, true);

@@ -450,36 +450,6 @@ fork_release(void *context)
 	}
 }
 
-static int
-wait_child(pid_t pid, unsigned timeout_seconds)
-{
-	int status = 0;
-
-	/* Never waitpid(-1) or waitpid(0): those reap other tests' children. */
-	if (pid <= 0)
-		return CKVOTS_FORK_HELPER_WAIT;
-	for (unsigned long waited = 0;; waited++) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			break;
-		if (r < 0 && errno != EINTR)
-			return CKVOTS_FORK_HELPER_WAIT;
-		if (waited >= (unsigned long)timeout_seconds * 1000) {
-			kill(pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-				;
-			return CKVOTS_FORK_CHILD_TIMEOUT;
-		}
-		sleep_ms(1);
-	}
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return CKVOTS_FORK_CHILD_SIGNALED + WTERMSIG(status);
-	return CKVOTS_FORK_HELPER_WAIT;
-}
-
 int
 ckvots_fork_in_release(ckvo_hub_t *hub, ckvo_key_t key, int runner, unsigned timeout_seconds)
 {
@@ -512,7 +482,7 @@ ckvots_fork_in_release(ckvo_hub_t *hub, ckvo_key_t key, int runner, unsigned tim
 		if (result == 0)
 			result = scene_check_once(scene);
 		if (result == 0)
-			result = atomic_load(&scene->acted) ? wait_child(scene->child, timeout_seconds) :
+			result = atomic_load(&scene->acted) ? ckvots_wait_child(scene->child, timeout_seconds) :
 			    CKVOTS_BACKLOG_NOT_RUN;
 		free(scene);
 	}

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <ckvo.h>
 
@@ -267,6 +268,16 @@ enum {
 
 int ckvots_fork_scenario(ckvo_hub_t *hub, const void *object, ckvo_key_t key,
     unsigned dispatchers, unsigned writers, unsigned forks, unsigned timeout_seconds);
+
+/* ---------------------------------------------------------- child_wait.c */
+
+/*
+ * Waits for the forked child `pid` (never another: pid <= 0 is refused) at
+ * most `timeout_seconds` on the monotonic clock, then kills it. Returns its
+ * exit status, CKVOTS_FORK_CHILD_SIGNALED + the signal that ended it,
+ * CKVOTS_FORK_CHILD_TIMEOUT, or CKVOTS_FORK_HELPER_WAIT.
+ */
+int ckvots_wait_child(pid_t pid, unsigned timeout_seconds);
 
 /* ---------------------------------------------------- prompt_release.c */
 
