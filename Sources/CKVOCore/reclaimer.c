@@ -185,14 +185,14 @@ reclaimer_main(void *argument)
 
 		/* Deferred removals and a poll: what is ready is queued (session.c). */
 		ckvo__session_pass(hub, &ready);
+		/* Freed before any release runs: a release may end this thread. */
+		if (ready.memory != NULL) {
+			(void)pthread_mutex_unlock(&hub->lock);
+			ckvo__ready_free(&ready);
+			(void)pthread_mutex_lock(&hub->lock);
+		}
 		/* Runs the queue as the hub's runner unless another thread is (release.c). */
 		ckvo__release_run_all(hub);
-		if (ready.memory == NULL)
-			continue;
-
-		(void)pthread_mutex_unlock(&hub->lock);
-		ckvo__ready_free(&ready);
-		(void)pthread_mutex_lock(&hub->lock);
 	}
 	(void)pthread_mutex_unlock(&hub->lock);
 	pthread_cleanup_pop(0);

@@ -133,9 +133,17 @@ commit_polling(struct ckvo_hub *hub, unsigned int share)
 	struct ckvo_ready ready = CKVO_READY_INITIALIZER;
 
 	poll(hub, &ready);
+	if (ready.memory != NULL) {
+		/*
+		 * Freed before a release runs here: a release may end this thread
+		 * (pthread_exit), and nothing would free it then. Once per batch.
+		 */
+		(void)pthread_mutex_unlock(&hub->lock);
+		ckvo__ready_free(&ready);
+		(void)pthread_mutex_lock(&hub->lock);
+	}
 	ckvo__release_run(hub, share);
 	leave(hub);
-	ckvo__ready_free(&ready);
 }
 
 void
