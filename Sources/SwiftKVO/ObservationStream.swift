@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The buffer between the thread that makes a change and the one task that
 /// consumes an observation's async sequence, and the observation's end.
 ///
@@ -28,7 +26,7 @@ final class ObservationStream<Element: Sendable>: Sendable {
         case cancelled
     }
 
-    private struct State: ~Copyable {
+    private struct State {
         /// Undelivered elements from `head` on; slots before `head` are nil.
         var buffer: [Element?] = []
         var head = 0
@@ -79,7 +77,9 @@ final class ObservationStream<Element: Sendable>: Sendable {
         case wait
     }
 
-    private let state = Mutex(State())
+    /// A pthread mutex (``LockedState``), which ThreadSanitizer sees on
+    /// Linux; Synchronization's `Mutex` it does not (Swift 6.3).
+    private let state = LockedState(State())
     private let limit: ObservationBufferingPolicy.Limit
 
     init(bufferingPolicy: ObservationBufferingPolicy) {
