@@ -71,7 +71,9 @@ extension KeyValueObservable {
 /// iteration (cancellation, leaving the loop, dropping the iterator) removes
 /// the observation at once; a later iterator ends at once. Never throws.
 public struct ObservedChanges<Value: Sendable>: AsyncSequence, Sendable {
+    /// What the sequence yields.
     public typealias Element = ObservedChange<Value>
+    /// The sequence never throws.
     public typealias Failure = Never
 
     let lifetime: ObservationStreamSequenceLifetime<ObservedChange<Value>>
@@ -86,7 +88,9 @@ public struct ObservedChanges<Value: Sendable>: AsyncSequence, Sendable {
 
     /// Iterates the changes. Use from one task; not `Sendable`.
     public struct Iterator: AsyncIteratorProtocol {
+        /// What the sequence yields.
         public typealias Element = ObservedChange<Value>
+        /// The sequence never throws.
         public typealias Failure = Never
 
         var base: ObservationStreamIterator<ObservedChange<Value>>

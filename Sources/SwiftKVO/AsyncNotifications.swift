@@ -45,7 +45,9 @@ extension NotificationHub {
     /// iterator) removes the registration at once; a later iterator ends at
     /// once. Never throws.
     public struct Notifications: AsyncSequence, Sendable {
+        /// What the sequence yields.
         public typealias Element = HubNotification
+        /// The sequence never throws.
         public typealias Failure = Never
 
         let lifetime: ObservationStreamSequenceLifetime<HubNotification>
@@ -60,7 +62,9 @@ extension NotificationHub {
 
         /// Iterates the notifications. Use from one task; not `Sendable`.
         public struct Iterator: AsyncIteratorProtocol {
+            /// What the sequence yields.
             public typealias Element = HubNotification
+            /// The sequence never throws.
             public typealias Failure = Never
 
             var base: ObservationStreamIterator<HubNotification>

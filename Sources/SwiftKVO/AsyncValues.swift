@@ -80,7 +80,9 @@ extension KeyValueObservable {
 /// iteration (cancellation, leaving the loop, dropping the iterator) removes
 /// the observation at once; a later iterator ends at once. Never throws.
 public struct ObservedValues<Value: Sendable>: AsyncSequence, Sendable {
+    /// What the sequence yields.
     public typealias Element = Value
+    /// The sequence never throws.
     public typealias Failure = Never
 
     let lifetime: ObservationStreamSequenceLifetime<Value>
@@ -95,7 +97,9 @@ public struct ObservedValues<Value: Sendable>: AsyncSequence, Sendable {
 
     /// Iterates the values. Use from one task; not `Sendable`.
     public struct Iterator: AsyncIteratorProtocol {
+        /// What the sequence yields.
         public typealias Element = Value
+        /// The sequence never throws.
         public typealias Failure = Never
 
         var base: ObservationStreamIterator<Value>
