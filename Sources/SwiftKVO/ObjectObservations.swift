@@ -15,7 +15,8 @@ public struct ObservationSummary: Hashable, Sendable, CustomStringConvertible {
     /// Who registered an observation.
     public enum Observer: Hashable, Sendable, CustomStringConvertible {
         /// An ``ObservationToken``: `observe(_:options:changeHandler:)`, by
-        /// key path or by name, and `values(for:)`.
+        /// key path or by name, and the async sequences `values(for:)` and
+        /// `changes(for:)`.
         case token
         /// A ``KVOController``.
         case controller

@@ -395,7 +395,7 @@ enum Scenarios {
 
     @Test func valuesEndWhenTheMacroObjectDies() async throws {
         var account: MacroAccount? = MacroAccount()
-        let stream = try account!.values(for: \.name)
+        let stream = try account!.values(for: \.name, bufferingPolicy: .unbounded)
         account!.name = "b"
         account = nil
         var received: [String] = []

@@ -4,7 +4,7 @@ import Testing
 @Suite struct AsyncValuesTests {
     @Test func valuesStartWithTheCurrentValueThenFollowChanges() async throws {
         let account = Account(name: "a")
-        let stream = try account.values(for: \.name)
+        let stream = try account.values(for: \.name, bufferingPolicy: .unbounded)
         account.name = "b"
         account.name = "c"
         var received: [String] = []
@@ -17,7 +17,7 @@ import Testing
 
     @Test func valuesEndWhenTheObjectDies() async throws {
         var account: Account? = Account(name: "a")
-        let stream = try account!.values(for: \.name)
+        let stream = try account!.values(for: \.name, bufferingPolicy: .unbounded)
         account!.name = "b"
         account = nil
         var received: [String] = []
@@ -157,7 +157,7 @@ extension AsyncValuesTests {
     /// nothing for the two removals.)
     @Test func arrayValuesYieldTheWholeArrayAfterEveryChangeIncludingRemovals() async throws {
         var mailbox: Mailbox? = Mailbox(["m1", "m2"])
-        let stream = try mailbox!.values(for: \.messages)
+        let stream = try mailbox!.values(for: \.messages, bufferingPolicy: .unbounded)
         do {
             let mutator = mailbox!.mutableArray(\.messages)  // holds the mailbox while it lives
             mutator.append("m3")
@@ -175,7 +175,7 @@ extension AsyncValuesTests {
     /// The same through a key-path chain whose leaf is an `@ObservedArray`.
     @Test func arrayValuesThroughAChainYieldTheWholeArrayAfterEveryChange() async throws {
         var office: PostOffice? = PostOffice(Mailbox(["a"]))
-        let stream = try office!.values(for: \.mailbox.messages)
+        let stream = try office!.values(for: \.mailbox.messages, bufferingPolicy: .unbounded)
         office!.mailbox.mutableArray(\.messages).append("b")
         office!.mailbox.mutableArray(\.messages).remove(at: 0)
         office!.mailbox = Mailbox(["c"])
@@ -188,7 +188,7 @@ extension AsyncValuesTests {
     /// Manual to-many announcements yield the whole array too.
     @Test func arrayValuesAfterManualCollectionNotificationsAreWholeArrays() async throws {
         var mailbox: Mailbox? = Mailbox(["a", "b"])
-        let stream = try mailbox!.values(for: \.messages)
+        let stream = try mailbox!.values(for: \.messages, bufferingPolicy: .unbounded)
         mailbox!.willChange(.removal, at: [0], for: \.messages)
         mailbox!.didChange(.removal, at: [0], for: \.messages)
         mailbox = nil

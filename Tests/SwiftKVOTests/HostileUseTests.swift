@@ -601,7 +601,7 @@ private func isUnsupported(_ error: KVOError) -> Bool {
 
     @Test func setValuesYieldWholeSets() async throws {
         let team = AtkTeam()
-        let stream = try team.values(for: \.members)
+        let stream = try team.values(for: \.members, bufferingPolicy: .unbounded)
         team.mutableSet(\.members).insert(1)
         team.mutableSet(\.members).insert(2)
         team.mutableSet(\.members).remove(1)
@@ -849,7 +849,7 @@ private func isUnsupported(_ error: KVOError) -> Bool {
 
     @Test func valuesStreamEndsWhenObjectDies() async throws {
         var owner: AtkOwner? = AtkOwner()
-        let stream = try owner!.values(for: \.label)
+        let stream = try owner!.values(for: \.label, bufferingPolicy: .unbounded)
         owner!.label = "a"
         owner = nil
         var seen: [String] = []
