@@ -7,6 +7,8 @@
  * ckvo_hub_stats' bytes). Run alone in a process: the ledger counts every
  * thread's blocks.
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -194,5 +196,103 @@ out:
 	free(tokens);
 	free(objects);
 	free(owners);
+	return status;
+}
+
+static unsigned int exit_after;
+static size_t exit_released;
+static pthread_t exit_spared; /* the test's own thread: never ended */
+static int exit_armed;
+
+static void
+release_exiting(void *context)
+{
+	(void)__atomic_add_fetch(&exit_released, 1, __ATOMIC_RELAXED);
+	if ((uintptr_t)context == exit_after && !pthread_equal(pthread_self(), exit_spared) &&
+	    __atomic_exchange_n(&exit_armed, 0, __ATOMIC_RELAXED) != 0)
+		pthread_exit(NULL);
+}
+
+struct exit_scenario {
+	ckvo_hub_t *hub;
+	ckvo_key_t key;
+	int runner;
+	size_t count;
+	ckvo_token_t *tokens;
+	char *objects;
+};
+
+/* Registers on distinct objects (a slot each, freed after a grace period), then removes. */
+static void *
+exit_scenario_run(void *argument)
+{
+	struct exit_scenario *scenario = argument;
+
+	for (size_t i = 0; i < scenario->count; i++) {
+		if (ckvo_observe(scenario->hub, &scenario->objects[i], scenario->key,
+		    CKVO_OPTION_UNIQUE_CONTEXT, NULL, ignore, (void *)(uintptr_t)(i + 1), release_exiting,
+		    &scenario->tokens[i]) != CKVO_OK)
+			return NULL;
+	}
+	for (size_t i = 0; i < scenario->count; i++) {
+		if (scenario->runner == CKVOTS_RUNNER_BACKGROUND)
+			(void)ckvo_unobserve_deferred(scenario->hub, scenario->tokens[i]);
+		else
+			(void)ckvo_unobserve(scenario->hub, scenario->tokens[i]);
+	}
+	return NULL;
+}
+
+static void *
+exit_at_once(void *argument)
+{
+	pthread_exit(argument);
+}
+
+int
+ckvots_ledger_after_exit_in_release(int runner, size_t count, long *leaked)
+{
+	struct exit_scenario scenario = { .runner = runner, .count = count };
+	long before = -1, after = -1;
+	size_t stats_before = 0, stats_after = 0;
+	pthread_t thread;
+	int status = -1;
+
+	*leaked = -1;
+	scenario.tokens = malloc(count * sizeof(*scenario.tokens));
+	scenario.objects = malloc(count);
+	if (scenario.tokens == NULL || scenario.objects == NULL)
+		goto out;
+	warm_up();
+	/* The first pthread_exit loads the unwinder, which keeps what it allocates. */
+	if (pthread_create(&thread, NULL, exit_at_once, NULL) != 0)
+		goto out;
+	(void)pthread_join(thread, NULL);
+	if (!skvo_ledger_begin())
+		goto out;
+	scenario.hub = hub_started(&scenario.key);
+	if (scenario.hub == NULL)
+		goto out;
+	settle(scenario.hub, &before, &stats_before);
+	exit_after = (unsigned int)(count / 2);
+	exit_released = 0;
+	exit_spared = pthread_self();
+	exit_armed = 1;
+	if (pthread_create(&thread, NULL, exit_scenario_run, &scenario) != 0)
+		goto out;
+	(void)pthread_join(thread, NULL);
+	/* What the thread did not remove before it ended. */
+	for (size_t i = 0; i < count; i++)
+		(void)ckvo_unobserve(scenario.hub, scenario.tokens[i]);
+	settle(scenario.hub, &after, &stats_after);
+	/* The hub may keep more (spare token pages, a larger directory): its stats say how much. */
+	if (before >= 0 && after >= 0)
+		*leaked = (after - before) - ((long)stats_after - (long)stats_before);
+	status = __atomic_load_n(&exit_released, __ATOMIC_RELAXED) == count ? 0 : -2;
+out:
+	(void)ckvo_hub_destroy(scenario.hub);
+	skvo_ledger_end();
+	free(scenario.tokens);
+	free(scenario.objects);
 	return status;
 }

@@ -423,6 +423,18 @@ typedef struct ckvots_held {
 int ckvots_held_after_spike(size_t spike, size_t keep_every, int shape, ckvots_held_t *out);
 
 /*
+ * A thread registers `count` observations on distinct objects and removes
+ * them (`runner`: CKVOTS_RUNNER_REMOVAL, ckvo_unobserve, whose polling
+ * commits run releases; CKVOTS_RUNNER_BACKGROUND, deferred, run by the
+ * background thread); the release of the one in the middle ends the thread
+ * that runs it. Then the rest is removed and the hub settled. Stores in
+ * `*leaked` how much more the ledger grew than the hub's stats (-1 if not
+ * measured). Returns 0, or -1 (a call failed or no ledger), -2 (not every
+ * release ran).
+ */
+int ckvots_ledger_after_exit_in_release(int runner, size_t count, long *leaked);
+
+/*
  * `cycles` times on one new hub: a new key, `spike` observations (shared and
  * single slots, owner groups, wildcards) registered, then all removed.
  * After each half, flushed: ledger[2c], ledger[2c + 1] are the ledger's
