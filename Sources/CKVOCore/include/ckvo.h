@@ -231,9 +231,13 @@ typedef void (*ckvo_callback_t)(const ckvo_change_t *change, void *context);
  * of other observations (CKVO_RELEASE_CHUNK); while more than 4096 releases
  * are queued (CKVO_RELEASE_BACKLOG) it helps, or sleeps while another thread
  * runs the queue, until the backlog is under that bound. So pending_releases
- * stays under 4096 + 128 (what waits for a grace period, while no dispatch
- * holds one open) + the removals of the calls in progress, about 60 bytes
- * each plus what their contexts hold. Such a removal may thus wait for a
+ * stays under 4096 + 128 (what waits for a grace period) + the removals of
+ * the calls in progress, about 64 bytes each plus what their contexts hold,
+ * while no thread is held inside a read section: a blocked callback, or a
+ * thread descheduled inside a dispatch, a listing or ckvo_unobserve_deferred,
+ * holds every grace period back, and what is removed meanwhile waits. Once
+ * it returns, a poll or a flush queues all of that at once, over the bound,
+ * and removals are throttled until the runner has brought it back under. Such a removal may thus wait for a
  * release running on another thread: do not call it holding a lock a
  * release takes (the same rule as for releases it runs itself). Removals
  * made inside a callback or a release are never slowed.
