@@ -264,6 +264,29 @@ run_abandoned(void *argument)
 }
 
 /*
+ * Calls the releases of frame->chunk, the first at ticket `position` + 1,
+ * under the cleanup handler that gives the chunk back if one ends the
+ * thread. Its own function, with the ticket counted in the thread-local
+ * state: no local of the caller is live across the handler's setjmp.
+ */
+static void
+call_releases(struct run_frame *frame, uint64_t position)
+{
+	runner_thread.position = position;
+	pthread_cleanup_push(run_abandoned, frame);
+	for (ck_stack_entry_t *cursor = frame->chunk; cursor != NULL; cursor = cursor->next) {
+		struct ckvo_observation *obs = CKVO_CONTAINER(struct ckvo_observation, link, cursor);
+
+		/* Its ticket: what it queues is its follow-up (ckvo__release_enqueue). */
+		runner_thread.position++;
+		frame->cursor = cursor;
+		if (obs->release != NULL)
+			obs->release(obs->context);
+	}
+	pthread_cleanup_pop(0);
+}
+
+/*
  * With the lock held and no runner: runs queued releases, as the hub's
  * runner, until `done` reaches `ticket`, moved by follow-ups (or the queue
  * is empty). Drops the lock around each chunk's releases; returns with it
@@ -312,18 +335,7 @@ run(struct ckvo_hub *hub, uint64_t ticket)
 		 */
 		CKVO_TSAN_ACQUIRE(&ckvo__epoch);
 		runner_thread.releasing++;
-		pthread_cleanup_push(run_abandoned, &frame);
-		for (cursor = chunk; cursor != NULL; cursor = cursor->next) {
-			struct ckvo_observation *obs =
-			    CKVO_CONTAINER(struct ckvo_observation, link, cursor);
-
-			/* Its ticket: what it queues is its follow-up (ckvo__release_enqueue). */
-			runner_thread.position = ++position;
-			frame.cursor = cursor;
-			if (obs->release != NULL)
-				obs->release(obs->context);
-		}
-		pthread_cleanup_pop(0);
+		call_releases(&frame, position);
 		runner_thread.releasing--;
 		/* The lock only: deferred removals are the session's (session.c), not the runner's. */
 		(void)pthread_mutex_lock(&hub->lock);
