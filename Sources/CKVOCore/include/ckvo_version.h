@@ -8,7 +8,7 @@
 #define CKVO_VERSION_H
 
 #define CKVO_VERSION_MAJOR 1
-#define CKVO_VERSION_MINOR 1
+#define CKVO_VERSION_MINOR 0
 #define CKVO_VERSION_PATCH 0
 
 /* 0xMMmmpp: one byte each for major, minor and patch. */
