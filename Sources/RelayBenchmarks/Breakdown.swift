@@ -81,7 +81,7 @@ func measureInProcess(setup: Setup, quick: Bool) throws -> InProcessCosts {
 /// A broker in memory: a publish reaches every connected subscriber (the
 /// publisher's own connection too, as with PostgreSQL), in order.
 final class LoopbackBroker: Sendable {
-    private let subscribers = Mutex<[Int: AsyncStream<String>.Continuation]>([:])
+    private let subscribers = LockedState<[Int: AsyncStream<String>.Continuation]>([:])
     private let nextID = Atomic<Int>(0)
     /// When the current post started (set by the benchmark), and the receipts
     /// of the transport's publish calls against it.
@@ -249,7 +249,7 @@ final class StatementCounts: Sendable {
         var waiter: (messages: Int, continuation: CheckedContinuation<Void, Never>)?
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     func started(_ messages: Int) {
         state.withLock {

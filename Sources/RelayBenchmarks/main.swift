@@ -54,7 +54,7 @@ let setup = Setup(connection: try RelayConfiguration.environment(environment), l
 
 /// What is being measured, and every receipt so far (any contender): what
 /// the watchdog reads.
-let phase = Mutex("starting")
+let phase = LockedState("starting")
 let progress = Atomic<Int>(0)
 
 /// Ends the run, with what is known, when no receipt has come for `stall`:
@@ -96,7 +96,7 @@ func holdingABurst(_ configuration: RelayConfiguration) -> RelayConfiguration {
 final class Receipts: Sendable {
     let stream: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
-    private let state = Mutex<(histogram: Histogram<UInt64>, count: Int, last: UInt64)>(
+    private let state = LockedState<(histogram: Histogram<UInt64>, count: Int, last: UInt64)>(
         (Histogram(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three), 0, 0))
 
     init() {

@@ -13,7 +13,7 @@ import Darwin
 /// A handle to one heap block holding both the value and the mutex (the
 /// mutex needs a stable address, which a `ManagedBuffer` element has):
 /// copies of a `LockedState` share them.
-struct LockedState<State>: @unchecked Sendable {
+package struct LockedState<State>: @unchecked Sendable {
     private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
         deinit {
             _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
@@ -22,7 +22,7 @@ struct LockedState<State>: @unchecked Sendable {
 
     private let storage: Storage
 
-    init(_ state: State) {
+    package init(_ state: State) {
         let buffer = Storage.create(minimumCapacity: 1) { _ in state }
         buffer.withUnsafeMutablePointerToElements { mutex in
             mutex.initialize(to: pthread_mutex_t())
@@ -32,7 +32,7 @@ struct LockedState<State>: @unchecked Sendable {
     }
 
     /// Runs `body` with the state, holding the lock.
-    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         try storage.withUnsafeMutablePointers { state, mutex in
             pthread_mutex_lock(mutex)
             #if DEBUG

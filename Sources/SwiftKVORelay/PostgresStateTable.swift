@@ -2,7 +2,7 @@
 import Logging
 import NIOCore
 import PostgresNIO
-import Synchronization
+import SwiftKVO
 
 // The state table on PostgreSQL (RelayStateTable documents the schema).
 //
@@ -106,7 +106,7 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
     /// soon as the connection closes, whichever comes first. (`body` may
     /// then go on, unanswered, on a task of its own.)
     private func untilClosed<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let resumed = Mutex(false)
+        let resumed = LockedState(false)
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let finish = { @Sendable (result: Result<T, any Error>) in
                 guard resumed.withLock({ resumed in

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import Synchronization
+import SwiftKVO
 
 /// A ``RelayTransport`` on PostgreSQL `LISTEN`/`NOTIFY`, through PostgresNIO.
 ///
@@ -94,9 +95,9 @@ public struct PostgresTransport: RelayTransport {
         let channel: RelayChannel
         let logger: Logger
         /// Statements not yet answered, by number; nil once the connection closed.
-        private let pending = Mutex<(next: UInt64, completions: [UInt64: Completion]?)>((0, [:]))
+        private let pending = LockedState<(next: UInt64, completions: [UInt64: Completion]?)>((0, [:]))
         /// Whether each state table can be used on this connection (PostgresStateTable.swift).
-        let tables = Mutex(TableStatuses())
+        let tables = LockedState(TableStatuses())
 
         typealias Completion = @Sendable (Result<Void, any Error>) -> Void
 

@@ -3,7 +3,6 @@ import DequeModule
 import Foundation
 import Logging
 import SwiftKVO
-import Synchronization
 
 /// Relays chosen `NotificationHub` notifications and chosen
 /// `@Observed` properties between instances of a service, through a broker
@@ -75,7 +74,7 @@ public final class Relay: Sendable {
     /// This relay's configuration.
     public let configuration: RelayConfiguration
 
-    let state: Mutex<State>
+    let state: LockedState<State>
     /// This relay's incarnation: random, so that an instance restarted with
     /// the same ``RelayConfiguration/instanceID`` starts a new sequence space.
     package let incarnation: UInt64
@@ -83,7 +82,7 @@ public final class Relay: Sendable {
     /// one comparison tells an own message coming back from the broker.
     private let wirePrefix: String
     /// Received messages not yet handled (``intake(_:)``, then ``receive(_:)``).
-    private let backlog: Mutex<ReceiveBacklog>
+    private let backlog: LockedState<ReceiveBacklog>
     /// Rings when the backlog gets a message; holds at most one ring.
     private let doorbell: AsyncStream<Void>
     let ring: AsyncStream<Void>.Continuation
@@ -93,7 +92,7 @@ public final class Relay: Sendable {
     let loaderBell: AsyncStream<Void>
     let ringLoader: AsyncStream<Void>.Continuation
     /// Rows loaded from the state table, waiting for the receiving task.
-    let stateInbox = Mutex(StateInbox())
+    let stateInbox = LockedState(StateInbox())
 
     /// A message waiting to be sent; for a property value, what its state-table row records.
     struct Outgoing {
@@ -162,11 +161,11 @@ public final class Relay: Sendable {
         self.configuration = configuration
         incarnation = UInt64.random(in: 1...UInt64.max)
         wirePrefix = Wire.prefix(instance: configuration.instanceID, incarnation: incarnation)
-        state = Mutex(
+        state = LockedState(
             State(
                 instances: InstanceTable(
                     capacity: configuration.maximumTrackedInstances, idleTimeout: configuration.instanceIdleTimeout)))
-        backlog = Mutex(
+        backlog = LockedState(
             ReceiveBacklog(
                 capacity: configuration.receiveBacklogBytes, perSender: configuration.receiveBacklogBytesPerSender))
         (doorbell, ring) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))

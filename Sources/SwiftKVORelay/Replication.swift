@@ -1,6 +1,5 @@
 #if Relay
 import SwiftKVO
-import Synchronization
 
 /// One replicated property: the object (held weakly), its key path, its name
 /// on the wire, and the observation that publishes local changes.
@@ -31,7 +30,7 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
     let name: String
     private weak var object: Object?
     private let keyPath: ReferenceWritableKeyPath<Object, Value>
-    private let token = Mutex<ObservationToken?>(nil)
+    private let token = LockedState<ObservationToken?>(nil)
     /// The value of the last write of `name` the relay knows (this
     /// instance's or another's): written and read only under the relay's
     /// state lock, with the stamp it keeps for `name`.

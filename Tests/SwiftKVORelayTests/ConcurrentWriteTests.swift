@@ -2,7 +2,6 @@
 import Dispatch
 import Foundation
 import SwiftKVO
-import Synchronization
 import Testing
 
 @testable import SwiftKVORelay
@@ -40,7 +39,7 @@ import Testing
         try relay.replicate(\.a, of: settings, as: "cfg.a")
         // Before the remote value is stored (accepted already), another
         // thread assigns the property, and its write is stamped and sent.
-        let first = Mutex(true)
+        let first = LockedState(true)
         let token = try settings.observe(\.a, options: .prior) { _, change in
             guard change.isPrior, first.withLock({ first in defer { first = false }; return first }) else { return }
             let done = DispatchSemaphore(value: 0)
@@ -67,7 +66,7 @@ import Testing
         // until the remote value has been stored over it.
         let stored = DispatchSemaphore(value: 0)
         let proceed = DispatchSemaphore(value: 0)
-        let first = Mutex(true)
+        let first = LockedState(true)
         let token = try settings.observe(\.a, options: [.prior, .new]) { _, change in
             if change.isPrior, first.withLock({ first in defer { first = false }; return first }) {
                 Thread.detachNewThread { settings.a = 800 }

@@ -1,7 +1,6 @@
 #if Relay
 import Foundation
 import SwiftKVO
-import Synchronization
 import Testing
 
 @testable import SwiftKVORelay
@@ -102,7 +101,7 @@ struct RelayTests {
         try a.relay.bridge(.testMarker)
         try b.relay.bridge(.testMarker)
         let markersAtA = Inbox(.testMarker, from: a.relay)
-        let seenAtB = Mutex<[Bool]>([])
+        let seenAtB = LockedState<[Bool]>([])
         let token = try flagsB.observe(\.checkout, options: .new) { _, change in
             seenAtB.withLock { $0.append(change.newValue!) }
         }

@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import PostgresNIO
 import SwiftKVO
-import Synchronization
 import Testing
 
 @testable import SwiftKVORelay
@@ -74,7 +73,7 @@ extension RelayTests {
 
         // A third instance, started later, with an observer registered before it runs.
         let flagsC = Flags()
-        let seenAtC = Mutex<[Bool]>([])
+        let seenAtC = LockedState<[Bool]>([])
         let token = try flagsC.observe(\.checkout, options: .new) { _, change in
             seenAtC.withLock { $0.append(change.newValue!) }
         }

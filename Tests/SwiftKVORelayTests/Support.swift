@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import PostgresNIO
 import SwiftKVO
-import Synchronization
 import Testing
 
 @testable import SwiftKVORelay
@@ -96,7 +95,7 @@ final class RunningRelay: Sendable {
 
 /// Collects hub notifications of some names, in delivery order.
 final class Inbox: Sendable {
-    private let notes = Mutex<[HubNotification]>([])
+    private let notes = LockedState<[HubNotification]>([])
 
     init(_ names: NotificationHub.Name..., from sender: AnyObject? = nil) {
         for name in names {
@@ -195,7 +194,7 @@ final class LogRecorder: Sendable {
         }
     }
 
-    private let entries = Mutex<[Entry]>([])
+    private let entries = LockedState<[Entry]>([])
 
     var all: [Entry] { entries.withLock { $0 } }
 
