@@ -1,4 +1,5 @@
 #if Relay
+import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
@@ -55,10 +56,7 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
                 // under the relay: a column or a privilege gone): send the
                 // messages alone rather than fail the connection. Not for the
                 // server ending the session (FATAL), nor resources or connection.
-                if case .failure(let error as PSQLError) = result, error.code == .server,
-                    error.serverInfo?[.severity] == "ERROR",
-                    !["57", "08", "53"].contains(error.serverInfo?[.sqlState]?.prefix(2) ?? "57")
-                {
+                if case .failure(let error) = result, Self.isTableError(error) {
                     self.logger.error(
                         "relay could not write its state table; sending without it",
                         metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
@@ -71,7 +69,7 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
     }
 
     func loadState(
-        of names: [String], from table: RelayStateTable, maximumMessageBytes: Int
+        of names: [String], from table: RelayStateTable, maximumMessageBytes: Int, maximumRows: Int
     ) async throws -> [RelayStateRow] {
         let access = await withCheckedContinuation { continuation in
             withTable(table) { continuation.resume(returning: $0) }
@@ -82,24 +80,44 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         case .closed: throw PostgresTransportError.connectionClosed
         }
         let query: PostgresQuery = """
-            SELECT name, stamp, instance, \
+            SELECT name, entry, stamp, instance, \
             CASE WHEN octet_length(message) <= \(maximumMessageBytes) THEN message END, octet_length(message) \
             FROM \(unescaped: table.quoted) WHERE channel = \(channel.name) AND name = ANY(\(names)::text[]) \
-            LIMIT \(names.count)
+            LIMIT \(maximumRows)
             """
-        return try await untilClosed {
+        do {
+            return try await read(query)
+        } catch where Self.isTableError(error) {
+            // Not the relay's table after all: written and read without it from now on.
+            markUnusable(table)
+            throw RelayStateTableError.unavailable(table, RelayErrorDescription.describe(error))
+        }
+    }
+
+    private func read(_ query: PostgresQuery) async throws -> [RelayStateRow] {
+        try await untilClosed {
             var rows: [RelayStateRow] = []
             let result = try await self.connection.query(query, logger: self.logger)
-            for try await (name, stamp, instance, message, bytes) in result.decode(
-                (String?, Int64?, String?, String?, Int?).self)
+            for try await (name, entry, stamp, instance, message, bytes) in result.decode(
+                (String?, String?, Int64?, String?, String?, Int?).self)
             {
                 rows.append(
                     RelayStateRow(
-                        name: name ?? "", stamp: stamp ?? -1, instance: instance ?? "", message: message,
-                        messageBytes: bytes ?? 0))
+                        name: name ?? "", entry: entry ?? "", stamp: stamp ?? -1, instance: instance ?? "",
+                        message: message, messageBytes: bytes ?? 0))
             }
             return rows
         }
+    }
+
+    /// Whether `error` is a statement error from the table's part (the table
+    /// changed under the relay: a column or a privilege gone), not the server
+    /// ending the session (FATAL), nor resources or the connection.
+    private static func isTableError(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError, error.code == .server, error.serverInfo?[.severity] == "ERROR" else {
+            return false
+        }
+        return !["57", "08", "53"].contains(error.serverInfo?[.sqlState]?.prefix(2) ?? "57")
     }
 
     /// `body`'s result, or ``PostgresTransportError/connectionClosed`` as
@@ -137,13 +155,15 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         var sql = PostgresQuery.StringInterpolation(literalCapacity: 512, interpolationCount: 8)
         sql.appendLiteral("WITH state AS (INSERT INTO ")
         sql.appendInterpolation(unescaped: table.quoted)
-        sql.appendLiteral(" AS s (channel, name, stamp, instance, message) ")
+        sql.appendLiteral(" AS s (channel, name, entry, stamp, instance, message) ")
         if rows.count == 1 {
             let row = rows[0]
             sql.appendLiteral("VALUES (")
             sql.appendInterpolation(channel.name)
             sql.appendLiteral(", ")
             sql.appendInterpolation(row.name)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(row.entry)
             sql.appendLiteral(", ")
             sql.appendInterpolation(row.stamp)
             sql.appendLiteral(", ")
@@ -154,18 +174,20 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         } else {
             sql.appendLiteral("SELECT ")
             sql.appendInterpolation(channel.name)
-            sql.appendLiteral(", w.n, w.c, w.o, w.m FROM unnest(")
+            sql.appendLiteral(", w.n, w.e, w.c, w.o, w.m FROM unnest(")
             sql.appendInterpolation(rows.map(\.name))
+            sql.appendLiteral("::text[], ")
+            sql.appendInterpolation(rows.map(\.entry))
             sql.appendLiteral("::text[], ")
             sql.appendInterpolation(rows.map(\.stamp))
             sql.appendLiteral("::int8[], ")
             sql.appendInterpolation(rows.map(\.instance))
             sql.appendLiteral("::text[], ")
             sql.appendInterpolation(rows.map { $0.message ?? "" })
-            sql.appendLiteral("::text[]) AS w(n, c, o, m) ")
+            sql.appendLiteral("::text[]) AS w(n, e, c, o, m) ")
         }
         sql.appendLiteral(
-            "ON CONFLICT (channel, name) DO UPDATE SET stamp = excluded.stamp, instance = excluded.instance, "
+            "ON CONFLICT (channel, name, entry) DO UPDATE SET stamp = excluded.stamp, instance = excluded.instance, "
                 + "message = excluded.message, updated_at = now() "
                 + "WHERE (s.stamp, s.instance) < (excluded.stamp, excluded.instance) OR s.stamp > ")
         sql.appendInterpolation(horizon)
@@ -245,13 +267,23 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
     }
 
     /// The comment that marks a table as the relay's.
-    static let mark = "SwiftKVORelay state table, format 1"
+    static let mark = "SwiftKVORelay state table, format 2"
+    /// The mark of the format before entries: upgraded in place (`upgrade(_:)`).
+    static let markBeforeEntries = "SwiftKVORelay state table, format 1"
 
     /// Makes `table` if it is missing; whether it exists and is marked as the relay's.
     private func prepare(_ table: RelayStateTable) async -> Bool {
         do {
             switch try await inspect(table) {
             case .ours: return true
+            case .beforeEntries:
+                try await upgrade(table)
+                guard try await inspect(table) == .ours else {
+                    logger.error("relay state table not used", metadata: ["table": "\(table.name)", "error": "its upgrade to format 2 did not take"])
+                    return false
+                }
+                logger.info("relay upgraded its state table to format 2", metadata: ["table": "\(table.name)"])
+                return true
             case .foreign:
                 logger.error(
                     "relay state table not used",
@@ -278,7 +310,7 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         }
     }
 
-    private enum Found { case missing, ours, foreign }
+    private enum Found { case missing, ours, beforeEntries, foreign }
 
     private func inspect(_ table: RelayStateTable) async throws -> Found {
         let rows = try await connection.query(
@@ -286,32 +318,61 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
             logger: logger)
         for try await (exists, comment) in rows.decode((Bool, String?).self) {
             guard exists else { return .missing }
-            return comment == Self.mark ? .ours : .foreign
+            switch comment {
+            case Self.mark: return .ours
+            case Self.markBeforeEntries: return .beforeEntries
+            default: return .foreign
+            }
         }
         return .missing
     }
 
-    /// `CREATE TABLE` and its mark in one block, which does nothing if
-    /// another session made a table of that name first.
-    private func create(_ table: RelayStateTable) async throws {
-        // A dollar-quote tag the name does not contain (names cannot contain
-        // a double quote, so a quoted identifier cannot end early either).
+    /// A dollar-quote tag `table`'s name does not contain (names cannot
+    /// contain a double quote, so a quoted identifier cannot end early either).
+    private static func tag(for table: RelayStateTable) -> String {
         var tag = "$relay$"
         var counter = 0
         while table.name.contains(tag) {
             counter += 1
             tag = "$relay\(counter)$"
         }
+        return tag
+    }
+
+    /// Format 1 to 2 in one block: the `entry` column (`''`, the whole value,
+    /// for every row there), the primary key over it, the new mark. It does
+    /// nothing if another session upgraded the table first.
+    private func upgrade(_ table: RelayStateTable) async throws {
+        let tag = Self.tag(for: table)
+        let literal = "'" + table.quoted.replacingOccurrences(of: "'", with: "''") + "'"
+        let sql = """
+            DO \(tag) BEGIN
+              ALTER TABLE \(table.quoted) ADD COLUMN entry text COLLATE "C" NOT NULL DEFAULT '';
+              EXECUTE (SELECT format('ALTER TABLE %s DROP CONSTRAINT %I', \(literal), conname)
+                       FROM pg_constraint WHERE conrelid = to_regclass(\(literal)) AND contype = 'p');
+              ALTER TABLE \(table.quoted) ADD PRIMARY KEY (channel, name, entry);
+              COMMENT ON TABLE \(table.quoted) IS '\(Self.mark)';
+            EXCEPTION WHEN duplicate_column THEN NULL;
+            END \(tag)
+            """
+        try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+    }
+
+    /// `CREATE TABLE` and its mark in one block, which does nothing if
+    /// another session made a table of that name first.
+    private func create(_ table: RelayStateTable) async throws {
+        let tag = Self.tag(for: table)
         let sql = """
             DO \(tag) BEGIN
               CREATE TABLE \(table.quoted) (
                 channel    text NOT NULL,
                 name       text NOT NULL,
+                entry      text COLLATE "C" NOT NULL DEFAULT '',
                 stamp      bigint NOT NULL,
                 instance   text COLLATE "C" NOT NULL,
                 message    text NOT NULL,
                 updated_at timestamptz NOT NULL DEFAULT now(),
-                PRIMARY KEY (channel, name)
+                PRIMARY KEY (channel, name, entry)
               );
               COMMENT ON TABLE \(table.quoted) IS '\(Self.mark)';
             EXCEPTION WHEN duplicate_table OR unique_violation THEN NULL;

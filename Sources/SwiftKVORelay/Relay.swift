@@ -97,7 +97,7 @@ public final class Relay: Sendable {
     /// A message waiting to be sent; for a property value, what its state-table row records.
     struct Outgoing {
         var message: String
-        var name: String?
+        var entry: EntryID?
         var stamp: UInt64 = 0
     }
 
@@ -118,8 +118,15 @@ public final class Relay: Sendable {
         var statistics = RelayStatistics()
         var bridges: [String: Bridge] = [:]
         var replications: [String: any Replicating] = [:]
-        /// The last write of each replicated name: (stamp, instance).
-        var lastWrites: [String: (stamp: UInt64, instance: String)] = [:]
+        /// The last write of each entry of a replicated name: (stamp, instance).
+        var lastWrites: [EntryID: (stamp: UInt64, instance: String)] = [:]
+        /// The replicated names whose first load is done (or that need none):
+        /// their local writes are sent.
+        var loadedNames: Set<String> = []
+        /// Entries written before their name's first load, sent after it.
+        var heldEntries: [String: Set<String>] = [:]
+        /// Whether the relay listened and loaded its replicated values once.
+        var isReady = false
         /// The highest stamp issued or seen: local stamps go above it.
         var clock: UInt64 = 0
         /// Per other instance: incarnation, last sequence number, when last heard.
@@ -292,142 +299,6 @@ public final class Relay: Sendable {
         }
     }
 
-    // MARK: Replicating properties
-
-    /// Keeps `object`'s property at `keyPath` the same on every instance that
-    /// replicates it under `name` (e.g. `"flags.checkout"`).
-    ///
-    /// A local assignment is sent (after local observers were notified, from
-    /// the observation the relay registers). A remote one is assigned here —
-    /// on the task running ``run()`` — if it is newer than the last write
-    /// this relay knows (last writer wins: the writer's clock stamp, a
-    /// hybrid of wall-clock microseconds and the highest stamp seen, then
-    /// the higher instance id, in UTF-8 byte order, on a tie); local observers see it as a normal
-    /// change, and it is not sent again. An assignment made synchronously
-    /// by an observer while a remote value is being assigned counts as part
-    /// of it and is not sent either. A local write on another thread that
-    /// races a remote one ends the same on every instance, by last writer
-    /// wins: a newer local value the remote one overwrote is stored again,
-    /// and a local write sends what the property holds when it is stamped.
-    ///
-    /// With a state table (``RelayConfiguration/stateTable``, the default),
-    /// each value sent is also recorded there in the same transaction, and
-    /// the relay loads the table's values of its replicated names when it
-    /// starts listening, after every reconnect, when another instance's
-    /// messages were missed or it restarted, and when `name` is replicated
-    /// while listening. A loaded value is applied like a remote one: only if
-    /// newer, observers told, not sent again. So a new instance gets the
-    /// current values, and instances that wrote during a partition converge
-    /// on the last write once connected. Without a state table an instance
-    /// learns a value when someone assigns it. A value whose message would
-    /// exceed the broker's limit is not sent (counted in
-    /// ``RelayStatistics/notSent``, logged).
-    /// Replication ends with ``stopReplicating(_:)`` or when the object deinitializes.
-    ///
-    /// - Parameters:
-    ///   - keyPath: An `@Observed` property of `object`.
-    ///   - object: The object; held weakly.
-    ///   - name: The property's stable name, the same on every instance.
-    /// - Throws: ``RelayError/duplicateName(_:)`` if `name` is already used
-    ///   by this relay; ``RelayError/registration(_:)`` if SwiftKVO cannot
-    ///   observe `keyPath` (nothing is replicated then).
-    public func replicate<Object: KeyValueObservable, Value: Codable & Sendable>(
-        _ keyPath: ReferenceWritableKeyPath<Object, Value>, of object: Object, as name: String
-    ) throws(RelayError) {
-        let replication = Replication(name: name, object: object, keyPath: keyPath)
-        let added = state.withLock { state in
-            guard state.bridges[name] == nil, state.replications[name] == nil else { return false }
-            state.replications[name] = replication
-            return true
-        }
-        guard added else { throw .duplicateName(name) }
-        do {
-            try replication.start(relay: self)
-        } catch {
-            state.withLock { _ = $0.replications.removeValue(forKey: name) }
-            throw .registration(error)
-        }
-        if state.withLock({ $0.isListening && Self.keepsState($0, configuration) }) {
-            requestStateLoad { $0.registered = true }
-        }
-    }
-
-    /// Stops replicating `name`. Returns `false` if it was not replicated.
-    @discardableResult
-    public func stopReplicating(_ name: String) -> Bool {
-        guard let replication = state.withLock({ $0.replications.removeValue(forKey: name) }) else { return false }
-        replication.stop()
-        return true
-    }
-
-    /// A local assignment of a replicated property: stamp it and send it.
-    func publishSet<Value: Encodable & Sendable>(name: String, reading read: () -> Value?) {
-        let stamped: (stamp: UInt64, value: Value)? = state.withLock { state in
-            guard let value = read() else { return nil }
-            // Saturating: remote stamps are bounded by the clock skew, but never trap.
-            let next = state.clock == .max ? state.clock : state.clock + 1
-            let stamp = max(Self.wallClockMicroseconds(), next)
-            state.clock = stamp
-            state.lastWrites[name] = (stamp, configuration.instanceID)
-            return (stamp, value)
-        }
-        guard let (stamp, value) = stamped else { return }
-        do {
-            try enqueue(Wire.setBody(name: name, stamp: stamp, value: value), name: name, stamp: stamp)
-        } catch {
-            state.withLock { $0.statistics.notSent += 1 }
-            configuration.logger.warning(
-                "relay did not send a property value", metadata: ["name": "\(name)", "error": "\(error)"])
-        }
-    }
-
-    /// Last writer wins: whether a remote write is newer than the last one of
-    /// `name`, in which case it becomes the last one and `record` runs (under
-    /// the lock that orders writes).
-    func acceptRemoteWrite(name: String, stamp: UInt64, instance: String, record: () -> Void) -> Bool {
-        state.withLock { state in
-            state.clock = max(state.clock, stamp)
-            // Instance ids in byte order, as the state table's `COLLATE "C"` compares them.
-            if let last = state.lastWrites[name],
-                last.stamp > stamp || (last.stamp == stamp && !last.instance.utf8.lexicographicallyPrecedes(instance.utf8))
-            {
-                return false
-            }
-            state.lastWrites[name] = (stamp, instance)
-            record()
-            return true
-        }
-    }
-
-    /// The last write of `name` if it is no longer the one stamped `stamp` by
-    /// `instance`, with its value read by `latest` (under the lock that
-    /// orders writes); `nil` if it still is.
-    func write<Value>(
-        of name: String, after stamp: UInt64, by instance: String, latest: () -> Value?
-    ) -> (stamp: UInt64, instance: String, value: Value)? {
-        state.withLock { state in
-            guard let last = state.lastWrites[name], last.stamp != stamp || last.instance != instance,
-                let value = latest()
-            else { return nil }
-            return (last.stamp, last.instance, value)
-        }
-    }
-
-    static func wallClockMicroseconds() -> UInt64 {
-        UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
-    }
-
-    /// The latest stamp accepted from another instance now: the wall clock
-    /// plus ``RelayConfiguration/maximumClockSkew`` (saturating).
-    var stampHorizon: UInt64 {
-        let skew = configuration.maximumClockSkew.components
-        let seconds = UInt64(clamping: skew.seconds)
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
-        let micros = overflow ? UInt64.max : whole + UInt64(clamping: skew.attoseconds / 1_000_000_000_000)
-        let (sum, late) = Self.wallClockMicroseconds().addingReportingOverflow(micros)
-        return late ? .max : sum
-    }
-
     // MARK: Sending
 
     private func encodePost(_ name: NotificationHub.Name, _ userInfo: [String: any Sendable]) throws(RelayError) -> String {
@@ -437,8 +308,8 @@ public final class Relay: Sendable {
     /// Numbers `body` and queues it, or throws if it is too large or the
     /// queue is full (then the number is not used: no gap for receivers).
     /// If no statement is in flight, starts one from here. A property value
-    /// comes with its `name` and `stamp`, for the state table.
-    private func enqueue(_ body: String, name: String? = nil, stamp: UInt64 = 0) throws(RelayError) {
+    /// comes with its entry and `stamp`, for the state table.
+    func enqueue(_ body: String, entry: EntryID? = nil, stamp: UInt64 = 0) throws(RelayError) {
         let limit = configuration.transport.maximumPayloadBytes
         let capacity = configuration.outboxCapacity
         let outcome: Result<Statement?, RelayError> = state.withLock { state in
@@ -448,7 +319,7 @@ public final class Relay: Sendable {
             let bytes = message.utf8.count
             guard bytes <= limit else { return .failure(.payloadTooLarge(bytes: bytes, limit: limit)) }
             state.nextSequence += 1
-            state.outbox.append(Outgoing(message: message, name: name, stamp: stamp))
+            state.outbox.append(Outgoing(message: message, entry: entry, stamp: stamp))
             Self.remember(echoOf: message, in: &state)
             return .success(Self.nextStatement(&state))
         }
@@ -478,7 +349,7 @@ public final class Relay: Sendable {
     }
 
     /// The outbox's first messages, on one connection's publisher, with the
-    /// state-table rows of the property values among them (the last of each name).
+    /// state-table rows of the property values among them (the last of each entry).
     struct Statement {
         let publisher: any RelayPublisher
         let messages: [String]
@@ -492,15 +363,15 @@ public final class Relay: Sendable {
         guard state.publishing == 0, let publisher = state.publisher, !state.outbox.isEmpty else { return nil }
         let batch = state.outbox.prefix(batchLimit)
         var rows: [RelayStateRow] = []
-        var rowOfName: [String: Int] = [:]
+        var rowOfEntry: [EntryID: Int] = [:]
         for outgoing in batch {
-            guard let name = outgoing.name else { continue }
-            // Local stamps only grow: the last value of a name in the batch is its newest.
+            guard let entry = outgoing.entry else { continue }
+            // Local stamps only grow: the last value of an entry in the batch is its newest.
             let row = RelayStateRow(
-                name: name, stamp: Int64(clamping: outgoing.stamp), instance: "", message: outgoing.message,
-                messageBytes: outgoing.message.utf8.count)
-            if let index = rowOfName[name] { rows[index] = row } else {
-                rowOfName[name] = rows.count
+                name: entry.name, entry: entry.entry, stamp: Int64(clamping: outgoing.stamp), instance: "",
+                message: outgoing.message, messageBytes: outgoing.message.utf8.count)
+            if let index = rowOfEntry[entry] { rows[index] = row } else {
+                rowOfEntry[entry] = rows.count
                 rows.append(row)
             }
         }
@@ -580,13 +451,13 @@ public final class Relay: Sendable {
     private func handleReceived() async {
         defer { closeStateInbox() }
         for await _ in doorbell {
-            applyLoadedState()
+            await applyLoadedState()
             var handled = 0
             while let payload = backlog.withLock({ $0.pop() }) {
-                receive(payload)
+                if let apply = receive(payload) { await apply() }
                 handled += 1
                 // Loaded values wait for at most this many messages of a flood.
-                if handled % 256 == 0 { applyLoadedState() }
+                if handled % 256 == 0 { await applyLoadedState() }
             }
         }
     }
@@ -676,7 +547,9 @@ public final class Relay: Sendable {
             let reconnected = state.hasListened
             state.hasListened = true
             let statement = Self.nextStatement(&state)
-            if Self.keepsState(state, configuration), !state.replications.isEmpty {
+            // A load also ends the first load of names whose writes wait
+            // for it when the connection turns out to keep no state.
+            if configuration.stateTable != nil, !state.replications.isEmpty {
                 // Released, and the resynchronization posted, once the load is done.
                 state.stateIsCurrent = false
                 state.stateRequest.connection = state.connection
@@ -684,6 +557,7 @@ public final class Relay: Sendable {
                 return ([CheckedContinuation<Void, any Error>](), false, statement, true)
             }
             state.stateIsCurrent = true
+            state.isReady = true
             defer { state.waiters.removeAll() }
             return (Array(state.waiters.values), reconnected, statement, false)
         }
@@ -779,22 +653,37 @@ public final class Relay: Sendable {
     /// validated, and by at most ``RelayConfiguration/maximumSequenceJump``;
     /// only a message that validated entirely (a registered name, a body of
     /// its types, a stamp within the clock skew) may start a new incarnation.
-    package func receive(_ payload: String) {
-        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else { return drop(.oversized) }
+    ///
+    /// A property entry is applied here, under its replication's isolation,
+    /// unless that is an actor: then what to await is returned.
+    @discardableResult
+    package func receive(_ payload: String) -> (@Sendable () async -> Void)? {
+        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else {
+            drop(.oversized)
+            return nil
+        }
         if payload.utf8.starts(with: wirePrefix.utf8),
             state.withLock({ $0.echoes.remove(payload.hashValue) != nil })
         {
-            return state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
+            state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
+            return nil
         }
         var payload = payload
         if let signing = configuration.signing {
             switch signing.verify(payload) {
-            case .unsigned: return drop(.unsigned)
-            case .wronglySigned: return drop(.badSignature)
+            case .unsigned:
+                drop(.unsigned)
+                return nil
+            case .wronglySigned:
+                drop(.badSignature)
+                return nil
             case .valid(let message): payload = message
             }
         }
-        guard let message = decode(payload) else { return drop(.malformed) }
+        guard let message = decode(payload) else {
+            drop(.malformed)
+            return nil
+        }
         let envelope = message.envelope
         if let signing = configuration.signing {
             // Signed, so the send time is the sender's: bounded on both sides.
@@ -802,7 +691,8 @@ public final class Relay: Sendable {
             let age = UInt64(clamping: signing.maximumMessageAge.components.seconds) * 1000
             let skew = UInt64(clamping: configuration.maximumClockSkew.components.seconds) * 1000
             guard let sent = envelope.w, sent >= now - min(now, age), sent - min(sent, skew) <= now else {
-                return drop(.replayed, envelope.o)
+                drop(.replayed, envelope.o)
+                return nil
             }
         }
         let instance = envelope.o
@@ -812,15 +702,17 @@ public final class Relay: Sendable {
                 configuration.logger.warning(
                     "relay received a message with its own instance id from another incarnation",
                     metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
-                return drop(.ownID, instance)
+                drop(.ownID, instance)
+                return nil
             }
-            return state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
+            state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
+            return nil
         }
         let invalid: Reason?
         switch message.body {
         case .unknownName: invalid = .unknownName
         case .wrongType: invalid = .wrongType
-        case .set(_, let stamp, _) where stamp > stampHorizon: invalid = .futureStamp
+        case .set(_, _, let stamp, _) where stamp > stampHorizon: invalid = .futureStamp
         case .set, .post: invalid = nil
         }
         let now = ContinuousClock.now
@@ -828,14 +720,25 @@ public final class Relay: Sendable {
             Self.track(envelope, validated: invalid == nil, now: now, in: &state, configuration: configuration)
         }
         switch tracked {
-        case .duplicate: return drop(.duplicate, instance)
-        case .replayed: return drop(.replayed, instance)
-        case .refused: return drop(.untracked, instance)
-        case .ignored: return drop(invalid ?? .malformed, instance)
+        case .duplicate:
+            drop(.duplicate, instance)
+            return nil
+        case .replayed:
+            drop(.replayed, instance)
+            return nil
+        case .refused:
+            drop(.untracked, instance)
+            return nil
+        case .ignored:
+            drop(invalid ?? .malformed, instance)
+            return nil
         case .new(let report):
             if let report { resynchronize(report) }
         }
-        if let invalid { return drop(invalid, instance) }
+        if let invalid {
+            drop(invalid, instance)
+            return nil
+        }
         switch message.body {
         case .unknownName, .wrongType:
             break
@@ -843,16 +746,22 @@ public final class Relay: Sendable {
             userInfo[RelayOrigin.userInfoKey] = RelayOrigin.remote(instance: instance)
             state.withLock { $0.statistics.delivered.addSaturating(1) }
             NotificationHub.default.post(name: name, object: self, userInfo: userInfo)
-        case .set(let replication, let stamp, let value):
-            switch replication.applyRemote(value, stamp: stamp, from: instance, relay: self) {
-            case .applied: state.withLock { $0.statistics.delivered.addSaturating(1) }
-            case .stale: drop(.stale, instance)
-            case .wrongType: drop(.wrongType, instance)
-            case .gone:
-                stopReplicating(replication.name)
-                drop(.unknownName, instance)
+        case .set(let replication, let entry, let stamp, let value):
+            let apply: @Sendable () -> Void = {
+                switch replication.applyRemote(
+                    value, entry: entry, stamp: stamp, from: instance, firstLoad: false, relay: self)
+                {
+                case .applied: self.state.withLock { $0.statistics.delivered.addSaturating(1) }
+                case .stale: self.drop(.stale, instance)
+                case .wrongType: self.drop(.wrongType, instance)
+                case .gone:
+                    self.stopReplicating(replication.name)
+                    self.drop(.unknownName, instance)
+                }
             }
+            if !replication.isolation.runSynchronously(apply) { return { await replication.isolation.run(apply) } }
         }
+        return nil
     }
 
     /// A resynchronization owed to the application for one instance.

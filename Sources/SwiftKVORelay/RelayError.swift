@@ -30,4 +30,23 @@ public enum RelayError: Error, Hashable, Sendable {
     /// `ServiceGroup`): it sends what it had queued and takes nothing new.
     case shuttingDown
 }
+
+extension RelayError: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .payloadTooLarge(let bytes, let limit): "the message has \(bytes) bytes; the transport carries at most \(limit)"
+        case .notEncodable(let key): "the user-info value under \"\(key)\" is not Encodable"
+        case .invalidChannelName(let name): "invalid channel name \"\(Wire.loggable(name))\""
+        case .duplicateName(let name): "\"\(Wire.loggable(name))\" is already bridged or replicated by this relay"
+        case .notBridged(let name): "\"\(Wire.loggable(name))\" is not bridged"
+        case .outboxFull(let capacity): "the outbox holds \(capacity) unsent messages"
+        case .invalidConfiguration(let reason): "invalid configuration: \(reason)"
+        case .registration(let error) where error.detail?.contains("a subscript") == true:
+            "SwiftKVO cannot observe the key path (\(error)): replicate the whole dictionary or set instead, "
+                + "with merging: .perKey(), .counterPerKey() or .perMember(), so that each entry merges on its own"
+        case .registration(let error): "SwiftKVO cannot observe the key path: \(error)"
+        case .shuttingDown: "the relay is shutting down"
+        }
+    }
+}
 #endif

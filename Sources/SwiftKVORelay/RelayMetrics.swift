@@ -248,9 +248,10 @@ private struct MeasuredStatePublisher: RelayStatePublisher {
     }
 
     func loadState(
-        of names: [String], from table: RelayStateTable, maximumMessageBytes: Int
+        of names: [String], from table: RelayStateTable, maximumMessageBytes: Int, maximumRows: Int
     ) async throws -> [RelayStateRow] {
-        try await base.loadState(of: names, from: table, maximumMessageBytes: maximumMessageBytes)
+        try await base.loadState(
+            of: names, from: table, maximumMessageBytes: maximumMessageBytes, maximumRows: maximumRows)
     }
 }
 

@@ -9,20 +9,25 @@
 /// that name only if it carries the mark: it never drops or alters a table,
 /// and never writes to one it did not create.
 ///
-/// The schema (one row per channel and replicated name):
+/// The schema (one row per channel, replicated name and entry — the whole
+/// value, a dictionary key, a set member or a writer, see ``ReplicationPolicy``):
 ///
 /// ```sql
 /// CREATE TABLE "swiftkvo_relay_state" (
 ///     channel    text NOT NULL,              -- the relay's channel
 ///     name       text NOT NULL,              -- the replicated name
+///     entry      text COLLATE "C" NOT NULL DEFAULT '',  -- the entry ('' for the whole value)
 ///     stamp      bigint NOT NULL,            -- the last writer's clock stamp
 ///     instance   text COLLATE "C" NOT NULL,  -- the last writer's instance id
 ///     message    text NOT NULL,              -- the write as sent on the channel (signed, if signing is on)
 ///     updated_at timestamptz NOT NULL DEFAULT now(),
-///     PRIMARY KEY (channel, name)
+///     PRIMARY KEY (channel, name, entry)
 /// );
-/// COMMENT ON TABLE "swiftkvo_relay_state" IS 'SwiftKVORelay state table, format 1';
+/// COMMENT ON TABLE "swiftkvo_relay_state" IS 'SwiftKVORelay state table, format 2';
 /// ```
+///
+/// A table of format 1 (no `entry` column) is upgraded in place the first
+/// time a relay uses it: its rows become the whole-value entries.
 ///
 /// Like a ``RelayChannel``, the name is sent as a quoted identifier and must
 /// be 1 to 63 bytes of UTF-8 with no double quote and no NUL. It names a
@@ -60,10 +65,12 @@ public struct RelayStateTable: Hashable, Sendable, CustomStringConvertible {
     public var description: String { name }
 }
 
-/// One row of a state table: the last write of a replicated name.
+/// One row of a state table: the last write of an entry of a replicated name.
 struct RelayStateRow: Sendable, Hashable {
     /// The replicated name.
     var name: String
+    /// The entry (`""` for the whole value).
+    var entry: String
     /// The writer's clock stamp.
     var stamp: Int64
     /// The writer's instance id.
@@ -93,12 +100,12 @@ protocol RelayStatePublisher: RelayPublisher {
 
     /// The rows of `names` under the publisher's channel in `table`, creating the table if
     /// it is missing. A row whose message is longer than `maximumMessageBytes`
-    /// comes without it. At most one row per name is read.
+    /// comes without it. At most `maximumRows` rows are read.
     ///
     /// - Throws: The server's error, or ``RelayStateTableError`` when the
     ///   table cannot be used.
     func loadState(
-        of names: [String], from table: RelayStateTable, maximumMessageBytes: Int
+        of names: [String], from table: RelayStateTable, maximumMessageBytes: Int, maximumRows: Int
     ) async throws -> [RelayStateRow]
 }
 

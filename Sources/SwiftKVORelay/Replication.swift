@@ -2,13 +2,21 @@
 import SwiftKVO
 
 /// One replicated property: the object (held weakly), its key path, its name
-/// on the wire, and the observation that publishes local changes.
+/// on the wire, its policy's merger, where remote writes are applied, and
+/// the observation that publishes local changes.
 protocol Replicating: AnyObject, Sendable {
     var name: String { get }
-    /// Decodes a "set" message's value as the property's type.
-    func decodeValue(from decoder: any Decoder) throws -> any Sendable
-    /// Assigns a decoded value if the relay accepts its stamp (last writer wins).
-    func applyRemote(_ value: any Sendable, stamp: UInt64, from instance: String, relay: Relay) -> RemoteSetResult
+    var isolation: ReplicationIsolation { get }
+    /// Decodes a "set" message's entry and value as the policy's types.
+    func decode(entry: String, from decoder: any Decoder) throws -> any Sendable
+    /// Applies a decoded entry if the policy accepts it; call it under ``isolation``.
+    /// `firstLoad`: it was read by the first load of this name.
+    func applyRemote(
+        _ decoded: any Sendable, entry: String, stamp: UInt64, from instance: String, firstLoad: Bool, relay: Relay
+    ) -> RemoteSetResult
+    /// Sends the entries written before the first load, as the value holds
+    /// them now; call it under ``isolation``.
+    func publishHeld(_ entries: Set<String>, relay: Relay)
     /// Stops publishing local changes.
     func stop()
 }
@@ -25,38 +33,51 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
     @unchecked Sendable
 {
     // `object` and `keyPath` are set once; the object is only touched through
-    // the key path, from the relay's receive task, as documented on
-    // Relay.replicate.
+    // the key path, under `isolation` or on the writing thread's own change.
     let name: String
+    let isolation: ReplicationIsolation
     private weak var object: Object?
     private let keyPath: ReferenceWritableKeyPath<Object, Value>
+    /// Taken inside the relay's state lock, never the other way round.
+    private let merger: LockedState<any EntryMerger<Value>>
+    private let acceptsByStamp: Bool
     private let token = LockedState<ObservationToken?>(nil)
-    /// The value of the last write of `name` the relay knows (this
-    /// instance's or another's): written and read only under the relay's
-    /// state lock, with the stamp it keeps for `name`.
-    private var latest: Value?
 
     /// Set while a remote value is being assigned (on the assigning thread).
     private static var applying: ThreadMarker { relayApplyingMarker }
 
-    init(name: String, object: Object, keyPath: ReferenceWritableKeyPath<Object, Value>) {
+    init(
+        name: String, object: Object, keyPath: ReferenceWritableKeyPath<Object, Value>,
+        policy: ReplicationPolicy<Value>, isolation: ReplicationIsolation
+    ) {
         self.name = name
         self.object = object
         self.keyPath = keyPath
+        self.isolation = isolation
+        let merger = policy.makeMerger()
+        acceptsByStamp = merger.acceptsByStamp
+        self.merger = LockedState(merger)
     }
 
     /// Starts publishing local changes through `relay`.
     func start(relay: Relay) throws(KVOError) {
-        let token = try object?.observe(keyPath, options: .new) { [weak self, weak relay] object, change in
-            guard let self, let relay, !Self.applying.isSet(self), change.newValue != nil else { return }
-            // What the property holds when the write is stamped is what is
-            // sent: a remote value stored since this change (see applyRemote)
-            // is then sent as this write, so every instance ends with the
-            // value this one holds.
-            relay.publishSet(name: self.name) {
+        let instance = relay.instanceID
+        let token = try object?.observe(keyPath, options: [.old, .new]) { [weak self, weak relay] object, change in
+            guard let self, let relay, !Self.applying.isSet(self), let old = change.oldValue, let new = change.newValue
+            else { return }
+            let writes = self.merger.withLock { $0.writes(from: old, to: new, instance: instance) }
+            guard !writes.isEmpty else { return }
+            // The whole value is read again when the write is stamped: a
+            // remote value stored since this change (see applyRemote) is
+            // then sent as this write, so every instance ends with the value
+            // this one holds.
+            relay.publish(name: self.name, entries: writes.map(\.entry)) {
+                guard self.acceptsByStamp, writes.count == 1, writes[0].entry.isEmpty else { return writes }
                 let value = object[keyPath: self.keyPath]
-                self.latest = value
-                return value
+                return self.merger.withLock { merger in
+                    merger.payload(of: "", in: value, instance: instance).map { [EntryWrite(entry: "", payload: $0)] }
+                        ?? []
+                }
             }
         }
         self.token.withLock { $0 = token }
@@ -66,27 +87,62 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
         token.withLock { $0.take() }?.invalidate()
     }
 
-    func decodeValue(from decoder: any Decoder) throws -> any Sendable {
-        try Value(from: decoder)
+    func decode(entry: String, from decoder: any Decoder) throws -> any Sendable {
+        try merger.withLock { try $0.decode(entry: entry, from: decoder) }
     }
 
-    func applyRemote(_ value: any Sendable, stamp: UInt64, from instance: String, relay: Relay) -> RemoteSetResult {
-        guard let value = value as? Value else { return .wrongType }
+    func applyRemote(
+        _ decoded: any Sendable, entry: String, stamp: UInt64, from instance: String, firstLoad: Bool, relay: Relay
+    ) -> RemoteSetResult {
         guard let object else { return .gone }
-        guard relay.acceptRemoteWrite(name: name, stamp: stamp, instance: instance, record: { latest = value })
-        else { return .stale }
+        let id = Relay.EntryID(name: name, entry: entry)
+        if acceptsByStamp {
+            let recorded = relay.acceptRemoteWrite(id, stamp: stamp, instance: instance) {
+                merger.withLock { ($0 as? WholeValueMerger<Value>)?.latest = decoded as? Value }
+            }
+            guard recorded else { return .stale }
+        } else {
+            relay.observeStamp(stamp)
+        }
         // The store happens after the write was accepted, outside the lock
-        // (observers run inside it). A write accepted or stamped in between
-        // is newer: a local one stored before this store was overwritten by
-        // it. So the newest write's value is stored again, until no write
-        // came in between; a local one stored after that is stamped after,
-        // and sends what the property then holds.
-        var written = (stamp: stamp, instance: instance, value: value)
+        // (observers run inside it). For the whole value, a write accepted
+        // or stamped in between is newer: a local one stored before this
+        // store was overwritten by it. So the newest write's value is stored
+        // again, until no write came in between; a local one stored after
+        // that is stamped after, and sends what the property then holds.
+        var written = (stamp: stamp, instance: instance, decoded: decoded)
+        var outcome = MergeOutcome.unchanged
         while true {
-            Self.applying.with(self) { object[keyPath: keyPath] = written.value }
-            guard let newer = relay.write(of: name, after: written.stamp, by: written.instance, latest: { latest })
-            else { return .applied }
-            written = newer
+            let rebasing = firstLoad && written.instance == relay.instanceID
+            Self.applying.with(self) {
+                var value = object[keyPath: keyPath]
+                outcome = merger.withLock { $0.merge(written.decoded, from: written.instance, rebasing: rebasing, into: &value) }
+                if case .changed = outcome { object[keyPath: keyPath] = value }
+            }
+            guard case .changed = outcome, entry.isEmpty, acceptsByStamp,
+                let newer = relay.write(
+                    of: id, after: written.stamp, by: written.instance,
+                    latest: { merger.withLock { ($0 as? WholeValueMerger<Value>)?.latest } })
+            else { break }
+            written = (newer.stamp, newer.instance, newer.value)
+        }
+        switch outcome {
+        case .changed: return .applied
+        case .unchanged: return .stale
+        case .rejected: return .wrongType
+        }
+    }
+
+    func publishHeld(_ entries: Set<String>, relay: Relay) {
+        guard let object, !entries.isEmpty else { return }
+        let instance = relay.instanceID
+        relay.publish(name: name, entries: Array(entries), owned: acceptsByStamp) {
+            let value = object[keyPath: keyPath]
+            return merger.withLock { merger in
+                entries.compactMap { entry in
+                    merger.payload(of: entry, in: value, instance: instance).map { EntryWrite(entry: entry, payload: $0) }
+                }
+            }
         }
     }
 }

@@ -10,9 +10,11 @@ import SwiftKVO
 // made while a load runs are folded into the next one. A load reads the rows
 // of every replicated name on the current connection — after its LISTEN, so
 // nothing committed in between can be missed — and hands them to the task
-// that handles received messages, which applies them as it applies remote
-// values (last writer wins, observers told, nothing sent again): every
-// remote value is still assigned on that one task, one at a time. Then the
+// that handles received messages, which merges them as it merges remote
+// entries (each under its replication's isolation, observers told, nothing
+// sent again): every remote value is still assigned from that one task, one
+// at a time. The first load of a name then lets its local writes go: those
+// held until then are sent, merged with what was loaded. Then the
 // resynchronizations owed are posted, each saying which names the load
 // brought up to date (`"updated"`).
 
@@ -33,7 +35,7 @@ extension Relay {
 
     /// Rows read, waiting for the receiving task; closed once that task ended.
     struct StateInbox {
-        var deliveries: [(rows: [RelayStateRow], done: CheckedContinuation<[String], Never>)] = []
+        var deliveries: [(rows: [RelayStateRow], names: [String], done: CheckedContinuation<[String], Never>)] = []
         var closed = false
     }
 
@@ -53,25 +55,33 @@ extension Relay {
     func loadStateOnRequest() async {
         for await _ in loaderBell {
             while true {
-                let next = state.withLock { state -> (StateRequest, (any RelayStatePublisher)?, [String])? in
+                let next = state.withLock { state -> (StateRequest, (any RelayPublisher)?, [String])? in
                     guard !state.stateRequest.isEmpty else { return nil }
                     defer { state.stateRequest = StateRequest() }
-                    let publisher = Self.keepsState(state, configuration) ? state.publisher as? any RelayStatePublisher : nil
-                    return (state.stateRequest, publisher, state.replications.keys.sorted())
+                    return (state.stateRequest, state.publisher, state.replications.keys.sorted())
                 }
                 guard let (request, publisher, names) = next else { break }
                 var updated: [String] = []
-                if let publisher, let table = configuration.stateTable, !names.isEmpty {
-                    do {
-                        let rows = try await publisher.loadState(
-                            of: names, from: table, maximumMessageBytes: configuration.transport.maximumPayloadBytes)
-                        updated = await apply(rows)
-                        state.withLock { $0.statistics.stateLoads.addSaturating(1) }
-                    } catch {
-                        state.withLock { $0.statistics.stateLoadFailures.addSaturating(1) }
-                        configuration.logger.warning(
-                            "relay could not load replicated values",
-                            metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
+                if let publisher, !names.isEmpty {
+                    if let keeper = publisher as? any RelayStatePublisher, let table = configuration.stateTable {
+                        do {
+                            let rows = try await keeper.loadState(
+                                of: names, from: table, maximumMessageBytes: configuration.transport.maximumPayloadBytes,
+                                maximumRows: Self.maximumLoadedRows)
+                            updated = await apply(rows, loading: names)
+                            state.withLock { $0.statistics.stateLoads.addSaturating(1) }
+                        } catch {
+                            state.withLock { $0.statistics.stateLoadFailures.addSaturating(1) }
+                            configuration.logger.warning(
+                                "relay could not load replicated values",
+                                metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
+                            // A table that cannot be used will not be loaded
+                            // on a later try either: writes go out without it.
+                            if error is RelayStateTableError { _ = await apply([], loading: names) }
+                        }
+                    } else {
+                        // Nothing keeps state: nothing to wait for.
+                        _ = await apply([], loading: names)
                     }
                 }
                 finish(request, updated: updated)
@@ -79,20 +89,26 @@ extension Relay {
         }
     }
 
-    /// Applies `rows` on the receiving task; the names whose values changed, sorted.
-    private func apply(_ rows: [RelayStateRow]) async -> [String] {
-        guard !rows.isEmpty else { return [] }
+    /// The most rows one load reads (every entry of every replicated name).
+    static let maximumLoadedRows = 1_000_000
+
+    /// Applies `rows` on the receiving task, and ends the first load of
+    /// `names` there; the names whose values changed, sorted.
+    private func apply(_ rows: [RelayStateRow], loading names: [String]) async -> [String] {
+        let firstLoad = state.withLock { state in names.contains { !state.loadedNames.contains($0) } }
+        guard !rows.isEmpty || firstLoad else { return [] }
         return await withCheckedContinuation { continuation in
             let closed = stateInbox.withLock { inbox in
-                if !inbox.closed { inbox.deliveries.append((rows, continuation)) }
+                if !inbox.closed { inbox.deliveries.append((rows, names, continuation)) }
                 return inbox.closed
             }
             if closed { continuation.resume(returning: []) } else { ring.yield() }
         }
     }
 
-    /// Applies the rows waiting in the inbox (on the receiving task).
-    func applyLoadedState() {
+    /// Applies the rows waiting in the inbox, then sends the writes held for
+    /// the names loaded the first time (on the receiving task).
+    func applyLoadedState() async {
         let deliveries = stateInbox.withLock { inbox in
             defer { inbox.deliveries.removeAll() }
             return inbox.deliveries
@@ -101,8 +117,47 @@ extension Relay {
         let decoder = JSONDecoder()
         decoder.userInfo[Wire.Resolver.codingKey] = resolver
         for delivery in deliveries {
-            let updated = delivery.rows.compactMap { applyStateRow($0, decoder: decoder) }
-            delivery.done.resume(returning: Array(Set(updated)).sorted())
+            let loaded = state.withLock { $0.loadedNames }
+            var updated: Set<String> = []
+            for row in delivery.rows {
+                guard let entry = validated(row, decoder: decoder) else { continue }
+                let firstLoad = !loaded.contains(row.name)
+                let result = LockedState(RemoteSetResult.stale)
+                await entry.replication.isolation.run {
+                    let outcome = entry.replication.applyRemote(
+                        entry.value, entry: entry.entry, stamp: entry.stamp, from: entry.instance, firstLoad: firstLoad,
+                        relay: self)
+                    result.withLock { $0 = outcome }
+                }
+                switch result.withLock({ $0 }) {
+                case .applied:
+                    state.withLock { $0.statistics.stateValuesApplied.addSaturating(1) }
+                    updated.insert(row.name)
+                case .stale:
+                    break
+                case .wrongType:
+                    drop(.wrongType, entry.instance)
+                case .gone:
+                    stopReplicating(entry.replication.name)
+                }
+            }
+            await endFirstLoad(of: delivery.names)
+            delivery.done.resume(returning: updated.sorted())
+        }
+    }
+
+    /// Marks `names` loaded, and sends what was written to them before.
+    private func endFirstLoad(of names: [String]) async {
+        let held = state.withLock { state in
+            names.compactMap { name -> (any Replicating, Set<String>)? in
+                guard state.loadedNames.insert(name).inserted, let replication = state.replications[name] else {
+                    return nil
+                }
+                return (replication, state.heldEntries.removeValue(forKey: name) ?? [])
+            }
+        }
+        for (replication, entries) in held where !entries.isEmpty {
+            await replication.isolation.run { replication.publishHeld(entries, relay: self) }
         }
     }
 
@@ -116,7 +171,16 @@ extension Relay {
         for delivery in deliveries { delivery.done.resume(returning: []) }
     }
 
-    /// Applies one row, as a remote value; its name if that changed the value.
+    /// A row read by a load, decoded and checked.
+    struct LoadedEntry {
+        var replication: any Replicating
+        var entry: String
+        var stamp: UInt64
+        var instance: String
+        var value: any Sendable
+    }
+
+    /// One row, decoded and checked as a remote entry; nil if it is not to be applied.
     ///
     /// A row is hostile input like a message from the wire, and dropped and
     /// counted under the same reasons: too long (``RelayStatistics/droppedOversized``),
@@ -128,7 +192,7 @@ extension Relay {
     /// ``RelayStatistics/droppedBadSignature``). A signed row's send time is
     /// not checked: the row is the last write, however old. A row older than
     /// the value held is not applied and not counted as dropped.
-    private func applyStateRow(_ row: RelayStateRow, decoder: JSONDecoder) -> String? {
+    private func validated(_ row: RelayStateRow, decoder: JSONDecoder) -> LoadedEntry? {
         let limit = configuration.transport.maximumPayloadBytes
         guard var payload = row.message, row.messageBytes <= limit, payload.utf8.count <= limit else {
             drop(.oversized)
@@ -161,8 +225,8 @@ extension Relay {
             break  // no longer replicated
         case .wrongType:
             drop(.wrongType, instance)
-        case .set(let replication, let stamp, let value):
-            guard stamp == UInt64(clamping: row.stamp), row.stamp >= 0 else {
+        case .set(let replication, let entry, let stamp, let value):
+            guard stamp == UInt64(clamping: row.stamp), row.stamp >= 0, entry == row.entry else {
                 drop(.malformed, instance)
                 return nil
             }
@@ -170,17 +234,7 @@ extension Relay {
                 drop(.futureStamp, instance)
                 return nil
             }
-            switch replication.applyRemote(value, stamp: stamp, from: instance, relay: self) {
-            case .applied:
-                state.withLock { $0.statistics.stateValuesApplied.addSaturating(1) }
-                return row.name
-            case .stale:
-                break
-            case .wrongType:
-                drop(.wrongType, instance)
-            case .gone:
-                stopReplicating(replication.name)
-            }
+            return LoadedEntry(replication: replication, entry: entry, stamp: stamp, instance: instance, value: value)
         }
         return nil
     }
@@ -192,6 +246,7 @@ extension Relay {
             let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
                 guard state.connection == connection, state.isListening else { return [] }
                 state.stateIsCurrent = true
+                state.isReady = true
                 defer { state.waiters.removeAll() }
                 return Array(state.waiters.values)
             }

@@ -11,7 +11,9 @@ import SwiftKVO
 // relay, so an instance restarted with a fixed id starts a new sequence space;
 // 0 when absent); s: its sequence number (1, 2, 3…, per incarnation, one
 // counter for every message it sends); t: "post" (a hub notification, user
-// info in u) or "set" (a property value x, with the writer's clock stamp c).
+// info in u) or "set" (a property entry's value x, with the writer's clock
+// stamp c; e names the entry — a dictionary key, a set member, a writer —
+// and is absent for the whole value; see ReplicationPolicy).
 // A signed message (RelaySigning) ends with its key id and signature:
 // …,"k":"<key id>","h":"<hex HMAC-SHA256 of everything before ,"k">"}.
 // A receiver decodes the envelope first, then the
@@ -122,10 +124,16 @@ enum Wire {
     }
 
     /// A property value's members after the sequence number:
-    /// `,"v":1,"t":"set","n":…,"c":<stamp>,"x":<value>}`.
-    static func setBody<Value: Encodable>(name: String, stamp: UInt64, value: Value) throws(RelayError) -> String {
+    /// `,"v":1,"t":"set","n":…[,"e":…],"c":<stamp>,"x":<value>}`.
+    static func setBody<Value: Encodable>(
+        name: String, entry: String = "", stamp: UInt64, value: Value
+    ) throws(RelayError) -> String {
         var body = #","v":1,"t":"set","n":"#
         appendQuoted(name, to: &body)
+        if !entry.isEmpty {
+            body += #","e":"#
+            appendQuoted(entry, to: &body)
+        }
         body += #","c":"# + String(stamp) + #","x":"#
         if let direct = directValue(value) {
             body += direct
@@ -223,7 +231,7 @@ enum Wire {
     struct Incoming: Decodable {
         enum Body {
             case post(NotificationHub.Name, [String: any Sendable])
-            case set(any Replicating, stamp: UInt64, value: any Sendable)
+            case set(any Replicating, entry: String, stamp: UInt64, value: any Sendable)
             case unknownName
             case wrongType
         }
@@ -260,8 +268,10 @@ enum Wire {
             case .replication(let replication):
                 do {
                     let stamp = try container.decode(UInt64.self, forKey: DynamicKey("c"))
-                    let value = try replication.decodeValue(from: container.superDecoder(forKey: DynamicKey("x")))
-                    body = .set(replication, stamp: stamp, value: value)
+                    let entry = try container.decodeIfPresent(String.self, forKey: DynamicKey("e")) ?? ""
+                    let value = try replication.decode(
+                        entry: entry, from: container.superDecoder(forKey: DynamicKey("x")))
+                    body = .set(replication, entry: entry, stamp: stamp, value: value)
                 } catch {
                     body = .wrongType
                 }

@@ -13,10 +13,12 @@ import Testing
 // must carry what it holds, or instances would hold different values for good.
 @Suite struct ConcurrentWriteTests {
     private func relay() throws -> Relay {
-        try Relay(
-            configuration: RelayConfiguration(
-                postgres: .init(host: "127.0.0.1", port: 1, username: "nobody", password: nil, database: nil, tls: .disable),
-                channel: try RelayChannel("race"), logger: TestServer.quietLogger))
+        var configuration = RelayConfiguration(
+            postgres: .init(host: "127.0.0.1", port: 1, username: "nobody", password: nil, database: nil, tls: .disable),
+            channel: try RelayChannel("race"), logger: TestServer.quietLogger)
+        // No state to load: local writes are queued at once, not held for a load.
+        configuration.stateTable = nil
+        return try Relay(configuration: configuration)
     }
 
     /// A remote "set" of `cfg.a` to `value`, stamped a second ahead of now.
@@ -28,7 +30,7 @@ import Testing
 
     /// The last write of `cfg.a`, and the message this relay queued last for it.
     private func lastWrite(of relay: Relay) throws -> (stamp: UInt64, byThisInstance: Bool, sent: Relay.Outgoing?) {
-        let (winner, sent) = relay.state.withLock { ($0.lastWrites["cfg.a"], $0.outbox.last { $0.name == "cfg.a" }) }
+        let (winner, sent) = relay.state.withLock { ($0.lastWrites[Relay.EntryID(name: "cfg.a", entry: "")], $0.outbox.last { $0.entry?.name == "cfg.a" }) }
         let last = try #require(winner)
         return (last.stamp, last.instance == relay.configuration.instanceID, sent)
     }

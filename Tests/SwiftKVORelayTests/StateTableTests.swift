@@ -272,7 +272,7 @@ extension RelayTests {
                 """
                 INSERT INTO swiftkvo_relay_state (channel, name, stamp, instance, message) \
                 VALUES (\(channel.name), \(name), \(stamp), \(instance), \(message)) \
-                ON CONFLICT (channel, name) DO UPDATE SET stamp = excluded.stamp, instance = excluded.instance, \
+                ON CONFLICT (channel, name, entry) DO UPDATE SET stamp = excluded.stamp, instance = excluded.instance, \
                 message = excluded.message
                 """, logger: TestServer.quietLogger)
         }

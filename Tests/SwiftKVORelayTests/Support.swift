@@ -64,9 +64,11 @@ final class RunningRelay: Sendable {
     ///   - logger: Where the relay logs (default: errors only).
     ///   - configure: Changes to the configuration before the relay is made.
     ///   - prepare: What to do with the relay before it runs (replicate, bridge).
+    ///   - waitsUntilListening: Whether to return only once it listens (else at once).
     init(
         channel: RelayChannel, applicationName: String = "relay-test",
         reconnectDelay: Duration = .milliseconds(50), instanceID: String? = nil, logger: Logger? = nil,
+        waitsUntilListening: Bool = true,
         configure: (inout RelayConfiguration) -> Void = { _ in }, prepare: (Relay) throws -> Void = { _ in }
     ) async throws {
         var connection = try TestServer.connection()
@@ -80,7 +82,7 @@ final class RunningRelay: Sendable {
         try prepare(relay)
         self.relay = relay
         task = Task { await relay.run() }
-        try await within(.seconds(30)) { try await relay.waitUntilListening() }
+        if waitsUntilListening { try await within(.seconds(30)) { try await relay.waitUntilListening() } }
     }
 
     /// Listening again after having lost a connection. (Disconnects are
