@@ -52,6 +52,7 @@ help:
 	@echo "make perf-check  instructions and allocations per hot operation (callgrind) against the baseline"
 	@echo "make perf-baseline  measure again and rewrite Tests/PerfCheck/baseline.tsv (commit it, saying why)"
 	@echo "make relay-test   SwiftKVORelay and SwiftKVOMetrics (trait Relay) against a private PostgreSQL it starts and stops"
+	@echo "make relay-tsan   the relay's concurrent-writer and isolation tests under ThreadSanitizer"
 	@echo "make relay-bench  relay against raw PostgresNIO LISTEN/NOTIFY (RELAY_BENCH_ARGS=--quick)"
 	@echo "make relay-fuzz   RELAY_FUZZ_SECONDS=60: hostile input through the relay's receive path (RELAY_FUZZ_SEED=)"
 	@echo "make relay-example  the README's two-terminal example, scripted (two processes, one server)"
@@ -121,7 +122,7 @@ unit-release: deps
 		--filter KeyPathShapeTests --filter OptionalLinkShapeTests --filter KeyValueCodingTests \
 		--filter HostileUseTests --filter ComponentAttackTests --filter OptionalLinkAttackTests
 
-test: lint unit unit-fenced unit-near-end tsan asan unit-release relay-test
+test: lint unit unit-fenced unit-near-end tsan asan unit-release relay-test relay-tsan
 
 # ------------------------------------------------------------ embedding
 
@@ -316,7 +317,7 @@ RELAY_ENV     := PGHOST=127.0.0.1 PGPORT=$(PG_PORT) PGUSER=postgres PGDATABASE=p
 	RELAY_PG_STOP="$(MAKE) --no-print-directory -C $(CURDIR) pg-stop" \
 	RELAY_PG_START="$(MAKE) --no-print-directory -C $(CURDIR) pg-start"
 
-.PHONY: pg-install pg-start pg-stop relay-build relay-test relay-bench relay-fuzz relay-example relay-clean consumer-check
+.PHONY: pg-install pg-start pg-stop relay-build relay-test relay-tsan relay-bench relay-fuzz relay-example relay-clean consumer-check
 
 pg-install:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
@@ -350,6 +351,19 @@ relay-test: relay-build
 	@$(MAKE) --no-print-directory pg-start
 	@echo "== test: relay against PostgreSQL"
 	@$(RELAY_ENV) $(SWIFT) test $(RELAY_SCRATCH) --skip-build $(RELAY_SUITES); status=$$?; \
+		$(MAKE) --no-print-directory pg-stop; exit $$status
+
+# The relay's concurrent writers, and remote writes under a service's lock and on its
+# actor, under ThreadSanitizer: a build of its own (.build-relay-tsan), PostgresNIO included.
+RELAY_TSAN_TESTS := --filter ConcurrentWriteTests \
+	--filter 'RelayTests/(concurrentIncrements|writesOfDifferentKeys|remoteWritesAndLoads)'
+relay-tsan: deps
+	@echo "== relay under ThreadSanitizer: build (trait Relay, in .build-relay-tsan)"
+	$(SWIFT) build --traits Relay --sanitize=thread --scratch-path $(CURDIR)/.build-relay-tsan --build-tests
+	@$(MAKE) --no-print-directory pg-start
+	@echo "== test: relay under ThreadSanitizer against PostgreSQL"
+	@$(RELAY_ENV) SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) test --traits Relay \
+		--sanitize=thread --scratch-path $(CURDIR)/.build-relay-tsan --skip-build $(RELAY_TSAN_TESTS); status=$$?; \
 		$(MAKE) --no-print-directory pg-stop; exit $$status
 
 # Relay against raw PostgresNIO NOTIFY/LISTEN in one run; skipped when no server starts.
@@ -415,4 +429,4 @@ docs: deps
 
 relay-clean:
 	@-$(MAKE) --no-print-directory pg-stop
-	rm -rf .build-relay $(PG_SOCKETS)
+	rm -rf .build-relay .build-relay-tsan $(PG_SOCKETS)
