@@ -42,6 +42,15 @@ final class Flags: KeyValueObservable {
     @Observed var banner = ""
 }
 
+/// Properties under every merge policy but the whole value's.
+final class Ledger: KeyValueObservable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var counts: [String: Int] = [:]
+    @Observed var labels: [String: String] = [:]
+    @Observed var tags: Set<String> = []
+    @Observed var visits: UInt8 = 0
+}
+
 var seconds = 10.0
 var seed = UInt64(Date().timeIntervalSince1970)
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
@@ -76,6 +85,13 @@ for relay in relays {
 }
 try relays[0].replicate(\.on, of: flags, as: "fuzz.on")
 try relays[1].replicate(\.banner, of: flags, as: "fuzz.banner")
+let ledger = Ledger()
+for relay in relays {
+    try relay.replicate(\.counts, of: ledger, as: "fuzz.counts", merging: .counterPerKey())
+    try relay.replicate(\.labels, of: ledger, as: "fuzz.labels", merging: .perKey())
+    try relay.replicate(\.tags, of: ledger, as: "fuzz.tags", merging: .perMember())
+    try relay.replicate(\.visits, of: ledger, as: "fuzz.visits", merging: .counter)
+}
 let signer = RelaySigning(current: key)
 let wrongSigner = RelaySigning(current: try RelaySigningKey(id: "fuzz", secret: [UInt8](repeating: 4, count: 32)))
 
@@ -127,7 +143,22 @@ extension SeededGenerator {
 }
 
 let ids = ["alpha", "beta", "gamma", "fuzz-self", "", "a\u{1b}[31m", "line\nbreak", String(repeating: "i", count: 129)]
-let names = ["fuzz.typed", "fuzz.untyped", "fuzz.on", "fuzz.banner", "nobody", ""]
+let names = [
+    "fuzz.typed", "fuzz.untyped", "fuzz.on", "fuzz.banner", "fuzz.counts", "fuzz.labels", "fuzz.tags", "fuzz.visits",
+    "nobody", "",
+]
+
+/// An entry key: a writer, a dictionary key, a writer and a key, or garbage.
+@MainActor func entry() -> String {
+    let id = random.pick(ids)
+    switch Int.random(in: 0..<5, using: &random) {
+    case 0: return quoted(id)
+    case 1: return quoted(quoted(text()))
+    case 2: return quoted("[" + quoted(id) + "," + quoted(text()) + "]")
+    case 3: return quoted(text())
+    default: return number()
+    }
+}
 var sequences: [String: UInt64] = [:]
 
 @MainActor func message() -> String {
@@ -158,7 +189,9 @@ var sequences: [String: UInt64] = [:]
     } else {
         members += [#""t":"# + random.pick([#""set""#, #""nope""#, "1"]), #""n":"# + quoted(name)]
         members.append(#""c":"# + (random.chance(80) ? String(edgeNumber()) : number()))
-        members.append(#""x":"# + value(depth: 2))
+        if random.chance(60) { members.append(#""e":"# + entry()) }
+        let sums = "[" + String(edgeNumber()) + "," + String(edgeNumber()) + "]"
+        members.append(#""x":"# + (random.chance(30) ? sums : value(depth: 2)))
     }
     if random.chance(10) { members.shuffle(using: &random) }
     if random.chance(5) { members.append(random.pick(members)) }  // a repeated member
@@ -194,6 +227,9 @@ while Date() < deadline {
         }
         if random.chance(1) { flags.on.toggle() }  // local writes after whatever stamps arrived
         if random.chance(1) { flags.banner = text() }
+        if random.chance(1) { ledger.counts[text(), default: 0] += Int.random(in: -3...3, using: &random) }
+        if random.chance(1) { ledger.tags.insert(text()) }
+        if random.chance(1) { ledger.visits &+= 1 }
     }
 }
 for relay in relays { relay.flushResynchronizations(now: .now + .seconds(3600)) }
