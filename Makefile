@@ -95,13 +95,17 @@ unit-near-end: deps
 	@echo "== test: C suite, counters near their ends (CKVO_COUNTERS_NEAR_END=1)"
 	CKVO_COUNTERS_NEAR_END=1 $(SWIFT) test $(MACRO_TRAITS) --filter CKVOCoreTests
 
+# One ThreadSanitizer build for the core and the relay (trait Relay): make tsan runs every
+# suite that needs no server in it, make relay-tsan the relay's concurrency tests against
+# PostgreSQL, make soak-tsan the soak; PostgresNIO is instrumented once per build folder.
+TSAN_BUILD := --sanitize=thread --traits Relay --scratch-path $(CURDIR)/.build-tsan
+
 tsan: deps
 	@echo "== test: ThreadSanitizer"
-	SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" \
-		$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) test $(TSAN_BUILD)
 	@echo "== test: ThreadSanitizer, C suite with fenced readers (CKVO_FENCED_READERS=1)"
 	CKVO_FENCED_READERS=1 SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" \
-		$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter CKVOCoreTests
+		$(SWIFT) test $(TSAN_BUILD) --filter CKVOCoreTests
 
 # UBSan instruments the C targets (engine and test helpers) through -Xcc: swiftc rejects
 # --sanitize=undefined on Linux, and the ASan runtime it links carries UBSan's handlers.
@@ -238,8 +242,8 @@ soak: deps
 
 soak-tsan: deps
 	@echo "== soak under ThreadSanitizer: $(SOAK_TSAN_SECONDS) s, counters near their ends"
-	CKVO_COUNTERS_NEAR_END=1 TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) run --sanitize=thread \
-		--scratch-path .build-tsan Soak --seconds $(SOAK_TSAN_SECONDS)
+	CKVO_COUNTERS_NEAR_END=1 TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) run $(TSAN_BUILD) \
+		Soak --seconds $(SOAK_TSAN_SECONDS)
 
 # ----------------------------------------------------------- performance gate
 
@@ -354,16 +358,15 @@ relay-test: relay-build
 		$(MAKE) --no-print-directory pg-stop; exit $$status
 
 # The relay's concurrent writers, and remote writes under a service's lock and on its
-# actor, under ThreadSanitizer: a build of its own (.build-relay-tsan), PostgresNIO included.
-RELAY_TSAN_TESTS := --filter ConcurrentWriteTests \
-	--filter 'RelayTests/(concurrentIncrements|writesOfDifferentKeys|remoteWritesAndLoads)'
+# actor, against PostgreSQL under ThreadSanitizer, in make tsan's build.
+RELAY_TSAN_TESTS := --filter 'RelayTests/(concurrentIncrements|writesOfDifferentKeys|remoteWritesAndLoads|setMembers)'
 relay-tsan: deps
-	@echo "== relay under ThreadSanitizer: build (trait Relay, in .build-relay-tsan)"
-	$(SWIFT) build --traits Relay --sanitize=thread --scratch-path $(CURDIR)/.build-relay-tsan --build-tests
+	@echo "== relay under ThreadSanitizer: build (make tsan's, in .build-tsan)"
+	$(SWIFT) build $(TSAN_BUILD) --build-tests
 	@$(MAKE) --no-print-directory pg-start
 	@echo "== test: relay under ThreadSanitizer against PostgreSQL"
-	@$(RELAY_ENV) SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) test --traits Relay \
-		--sanitize=thread --scratch-path $(CURDIR)/.build-relay-tsan --skip-build $(RELAY_TSAN_TESTS); status=$$?; \
+	@$(RELAY_ENV) SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) test $(TSAN_BUILD) \
+		--skip-build $(RELAY_TSAN_TESTS); status=$$?; \
 		$(MAKE) --no-print-directory pg-stop; exit $$status
 
 # Relay against raw PostgresNIO NOTIFY/LISTEN in one run; skipped when no server starts.
@@ -429,4 +432,4 @@ docs: deps
 
 relay-clean:
 	@-$(MAKE) --no-print-directory pg-stop
-	rm -rf .build-relay .build-relay-tsan $(PG_SOCKETS)
+	rm -rf .build-relay $(PG_SOCKETS)

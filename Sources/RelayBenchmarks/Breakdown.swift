@@ -64,10 +64,10 @@ func measureInProcess(setup: Setup, quick: Bool) throws -> InProcessCosts {
     costs.decode = perCall(batch: batch, samples: samples) { index in
         precondition(receiver.decodes(messages[index]))
     }
-    costs.receive = perCall(batch: batch, samples: samples) { index in receiver.receive(messages[index]) }
+    costs.receive = perCall(batch: batch, samples: samples) { index in _ = receiver.receive(messages[index]) }
     precondition(receiver.statistics.delivered == messages.count, "the probe's messages were not all delivered")
     let own = try receiver.message(posting: .benchProbe, userInfo: userInfo, sequence: 1)
-    costs.ownSkip = perCall(batch: batch, samples: samples) { _ in receiver.receive(own) }
+    costs.ownSkip = perCall(batch: batch, samples: samples) { _ in _ = receiver.receive(own) }
     var remote = userInfo
     remote[RelayOrigin.userInfoKey] = RelayOrigin.remote(instance: sender.instanceID)
     costs.hubPost = perCall(batch: batch, samples: samples) { _ in
@@ -385,7 +385,7 @@ final class RawWithRelayWork: Contender {
                     isReady.yield()
                     for try await notification in notifications {
                         let start = nanoseconds()
-                        decoding.receive(notification.payload)
+                        _ = decoding.receive(notification.payload)
                         receivingTimes.received(sentAt: start)
                     }
                 }
@@ -393,7 +393,7 @@ final class RawWithRelayWork: Contender {
             Task {
                 try await sender.listen(on: channel) { notifications in
                     isReady.yield()
-                    for try await notification in notifications { encoding.receive(notification.payload) }
+                    for try await notification in notifications { _ = encoding.receive(notification.payload) }
                 }
             },
         ]

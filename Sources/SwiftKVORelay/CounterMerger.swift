@@ -1,9 +1,12 @@
 #if Relay
-// Counters whose changes add up across instances (PN-counters): each
-// instance owns one entry, the sums of its own increases and decreases
-// (sent as `[increases, decreases]`), and only ever raises them. A received
-// entry is merged by taking the larger of each sum, so copies, reorderings
-// and reloads change nothing; the value moves by what the total moved.
+import Foundation
+// Counters whose changes add up across instances (PN-counters): each relay
+// — an instance id in one incarnation — owns one entry, the sums of its own
+// increases and decreases (sent as `[increases, decreases]`), and only ever
+// raises them. A received entry is merged by taking the larger of each sum,
+// so copies, reorderings and reloads change nothing; the value moves by what
+// the total moved. A restarted instance, even with the same id, starts a new
+// entry: what it wrote before stays in the old one.
 
 /// One instance's sums.
 struct CounterEntry: Equatable, Sendable {
@@ -31,12 +34,11 @@ struct CounterEntry: Equatable, Sendable {
         }
     }
 
-    /// This entry merged with `other`: the larger sums, or with `rebasing`
-    /// both added (this instance's entry from before a restart).
-    func merged(with other: CounterEntry, rebasing: Bool) -> CounterEntry {
+    /// This entry merged with `other`: the larger sums.
+    func merged(with other: CounterEntry) -> CounterEntry {
         var merged = CounterEntry()
-        merged.increases = rebasing ? increases &+ other.increases : max(increases, other.increases)
-        merged.decreases = rebasing ? decreases &+ other.decreases : max(decreases, other.decreases)
+        merged.increases = max(increases, other.increases)
+        merged.decreases = max(decreases, other.decreases)
         return merged
     }
 
@@ -47,52 +49,92 @@ struct CounterEntry: Equatable, Sendable {
     }
 }
 
-/// The entries of one counter, by instance id.
+/// The entries of one counter, by writer.
 struct CounterEntries {
-    var byInstance: [String: CounterEntry] = [:]
+    var byWriter: [Writer: CounterEntry] = [:]
 
-    /// Merges `entry` of `instance`; how much the total moved.
-    mutating func merge<Count: FixedWidthInteger>(
-        _ entry: CounterEntry, of instance: String, rebasing: Bool, as: Count.Type
-    ) -> Count {
-        let old = byInstance[instance] ?? CounterEntry()
-        let merged = old.merged(with: entry, rebasing: rebasing)
-        byInstance[instance] = merged
+    /// Merges `entry` of `writer`; how much the total moved.
+    mutating func merge<Count: FixedWidthInteger>(_ entry: CounterEntry, of writer: Writer, as: Count.Type) -> Count {
+        let old = byWriter[writer] ?? CounterEntry()
+        let merged = old.merged(with: entry)
+        byWriter[writer] = merged
         return merged.change(since: old, as: Count.self)
     }
 }
 
-/// ``ReplicationPolicy/counter``: the entry is the instance id.
+/// A counter entry's name: `["<instance>",<incarnation>]`, with a key after
+/// them for ``ReplicationPolicy/counterPerKey()``.
+struct CounterEntryName<Key: Codable & Hashable & Sendable>: Decodable, Hashable, Sendable {
+    var writer: Writer
+    var key: Key?
+
+    init(writer: Writer, key: Key?) {
+        self.writer = writer
+        self.key = key
+    }
+
+    init(from decoder: any Decoder) throws {
+        var parts = try decoder.unkeyedContainer()
+        writer = Writer(id: try parts.decode(String.self), incarnation: try parts.decode(UInt64.self))
+        key = parts.isAtEnd ? nil : try parts.decode(Key.self)
+        guard parts.isAtEnd else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a writer and at most one key"))
+        }
+    }
+
+    var entry: String? {
+        var entry = "["
+        Wire.appendQuoted(writer.id.precomposedStringWithCanonicalMapping, to: &entry)
+        entry += "," + String(writer.incarnation)
+        if let key {
+            guard let spelled = EntryKey.encode(key) else { return nil }
+            entry += "," + spelled
+        }
+        return entry + "]"
+    }
+
+    /// The name `entry` spells, if spelled as ``entry`` would.
+    init(parsing entry: String) throws {
+        self = try JSONDecoder().decode(Self.self, from: Data(entry.utf8))
+        guard let spelled = self.entry, spelled.utf8.elementsEqual(entry.utf8) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not spelled as sent"))
+        }
+    }
+}
+
+/// ``ReplicationPolicy/counter``: one entry per writer.
 final class CounterMerger<Count: FixedWidthInteger & Codable & Sendable>: EntryMerger {
     typealias Value = Count
     private var entries = CounterEntries()
 
     var acceptsByStamp: Bool { false }
 
-    func writes(from old: Count, to new: Count, instance: String) -> [EntryWrite] {
-        guard old != new else { return [] }
-        entries.byInstance[instance, default: CounterEntry()].add(from: old, to: new)
-        return [EntryWrite(entry: instance, payload: entries.byInstance[instance]?.payload ?? [])]
+    func writes(from old: Count, to new: Count, writer: Writer) -> [EntryWrite] {
+        guard old != new, let entry = CounterEntryName<Int>(writer: writer, key: nil).entry else { return [] }
+        entries.byWriter[writer, default: CounterEntry()].add(from: old, to: new)
+        return [EntryWrite(entry: entry, payload: entries.byWriter[writer]?.payload ?? [])]
     }
 
-    func payload(of entry: String, in value: Count, instance: String) -> (any Encodable & Sendable)? {
-        entry == instance ? entries.byInstance[instance]?.payload : nil
+    func payload(of entry: String, in value: Count, writer: Writer) -> (any Encodable & Sendable)? {
+        entry == CounterEntryName<Int>(writer: writer, key: nil).entry ? entries.byWriter[writer]?.payload : nil
     }
 
     func decode(entry: String, from decoder: any Decoder) throws -> any Sendable {
-        (entry, try CounterEntry(from: decoder))
+        let name = try CounterEntryName<Int>(parsing: entry)
+        guard name.key == nil else { throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a key")) }
+        return (name.writer, try CounterEntry(from: decoder))
     }
 
-    func merge(_ decoded: any Sendable, from instance: String, rebasing: Bool, into value: inout Count) -> MergeOutcome {
-        guard let (owner, entry) = decoded as? (String, CounterEntry), owner == instance else { return .rejected }
-        let moved = entries.merge(entry, of: owner, rebasing: rebasing, as: Count.self)
+    func merge(_ decoded: any Sendable, from writer: Writer, into value: inout Count) -> MergeOutcome {
+        guard let (owner, entry) = decoded as? (Writer, CounterEntry), owner == writer else { return .rejected }
+        let moved = entries.merge(entry, of: owner, as: Count.self)
         guard moved != 0 else { return .unchanged }
         value = value &+ moved
         return .changed
     }
 }
 
-/// ``ReplicationPolicy/counterPerKey()``: the entry is `["<instance>",<key>]`.
+/// ``ReplicationPolicy/counterPerKey()``: one entry per writer and key.
 final class CounterPerKeyMerger<Key: Codable & Hashable & Sendable, Count: FixedWidthInteger & Codable & Sendable>:
     EntryMerger
 {
@@ -101,60 +143,35 @@ final class CounterPerKeyMerger<Key: Codable & Hashable & Sendable, Count: Fixed
 
     var acceptsByStamp: Bool { false }
 
-    private static func entry(_ instance: String, _ key: Key) -> String {
-        var entry = "["
-        Wire.appendQuoted(instance, to: &entry)
-        return entry + "," + EntryKey.encode(key) + "]"
-    }
-
-    func writes(from old: Value, to new: Value, instance: String) -> [EntryWrite] {
+    func writes(from old: Value, to new: Value, writer: Writer) -> [EntryWrite] {
         var writes: [EntryWrite] = []
         for key in Set(old.keys).union(new.keys) {
             let (before, after) = (old[key] ?? 0, new[key] ?? 0)
-            guard before != after else { continue }
-            counters[key, default: CounterEntries()].byInstance[instance, default: CounterEntry()].add(
-                from: before, to: after)
-            let sums = counters[key]?.byInstance[instance]?.payload ?? []
-            writes.append(EntryWrite(entry: Self.entry(instance, key), payload: sums))
+            guard before != after, let entry = CounterEntryName(writer: writer, key: key).entry else { continue }
+            counters[key, default: CounterEntries()].byWriter[writer, default: CounterEntry()].add(from: before, to: after)
+            writes.append(EntryWrite(entry: entry, payload: counters[key]?.byWriter[writer]?.payload ?? []))
         }
         return writes
     }
 
-    func payload(of entry: String, in value: Value, instance: String) -> (any Encodable & Sendable)? {
-        guard let (owner, key) = try? Self.owner(of: entry), owner == instance else { return nil }
-        return counters[key]?.byInstance[instance]?.payload
-    }
-
-    private static func owner(of entry: String) throws -> (String, Key) {
-        let pair = try EntryKey.decode(OwnedKey.self, from: entry)
-        return (pair.owner, pair.key)
-    }
-
-    /// `["<instance>",<key>]`.
-    private struct OwnedKey: Decodable {
-        var owner: String
-        var key: Key
-
-        init(from decoder: any Decoder) throws {
-            var pair = try decoder.unkeyedContainer()
-            owner = try pair.decode(String.self)
-            key = try pair.decode(Key.self)
-            guard pair.isAtEnd else {
-                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "more than a pair"))
-            }
+    func payload(of entry: String, in value: Value, writer: Writer) -> (any Encodable & Sendable)? {
+        guard let name = try? CounterEntryName<Key>(parsing: entry), name.writer == writer, let key = name.key else {
+            return nil
         }
+        return counters[key]?.byWriter[writer]?.payload
     }
 
     func decode(entry: String, from decoder: any Decoder) throws -> any Sendable {
-        let (owner, key) = try Self.owner(of: entry)
-        return (owner, key, try CounterEntry(from: decoder))
+        let name = try CounterEntryName<Key>(parsing: entry)
+        guard let key = name.key else { throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "no key")) }
+        return (name.writer, key, try CounterEntry(from: decoder))
     }
 
-    func merge(_ decoded: any Sendable, from instance: String, rebasing: Bool, into value: inout Value) -> MergeOutcome {
-        guard let (owner, key, entry) = decoded as? (String, Key, CounterEntry), owner == instance else {
+    func merge(_ decoded: any Sendable, from writer: Writer, into value: inout Value) -> MergeOutcome {
+        guard let (owner, key, entry) = decoded as? (Writer, Key, CounterEntry), owner == writer else {
             return .rejected
         }
-        let moved = counters[key, default: CounterEntries()].merge(entry, of: owner, rebasing: rebasing, as: Count.self)
+        let moved = counters[key, default: CounterEntries()].merge(entry, of: owner, as: Count.self)
         guard moved != 0 else { return .unchanged }
         let total = (value[key] ?? 0) &+ moved
         value[key] = total == 0 ? nil : total

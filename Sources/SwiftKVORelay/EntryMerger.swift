@@ -19,6 +19,13 @@ struct EntryWrite {
     var payload: any Encodable & Sendable
 }
 
+/// Who wrote an entry: an instance id and its incarnation (a new one each
+/// time a relay starts).
+struct Writer: Hashable, Sendable {
+    var id: String
+    var incarnation: UInt64
+}
+
 protocol EntryMerger<Value>: AnyObject {
     associatedtype Value: Codable & Sendable
 
@@ -27,44 +34,64 @@ protocol EntryMerger<Value>: AnyObject {
     var acceptsByStamp: Bool { get }
 
     /// The entries a local change from `old` to `new` wrote, with what to
-    /// send; `instance` is this relay's id.
-    func writes(from old: Value, to new: Value, instance: String) -> [EntryWrite]
+    /// send; `writer` is this relay.
+    func writes(from old: Value, to new: Value, writer: Writer) -> [EntryWrite]
+
+    /// The entries a collection change (an insertion, removal or replacement
+    /// through a mutable proxy) wrote: `removed` and `added` are the
+    /// elements it took out and put in, `current` reads the value after it.
+    func writes(removed: Value?, added: Value?, current: () -> Value, writer: Writer) -> [EntryWrite]
 
     /// What to send for `entry` given the value held now (a write held for
     /// the first load is sent this way).
-    func payload(of entry: String, in value: Value, instance: String) -> (any Encodable & Sendable)?
+    func payload(of entry: String, in value: Value, writer: Writer) -> (any Encodable & Sendable)?
 
     /// Decodes a received entry: `entry` from the message's `"e"`, the
-    /// payload from its `"x"`.
+    /// payload from its `"x"`. Reads no state: called without the lock. An
+    /// entry not spelled as this relay would spell it is refused.
     func decode(entry: String, from decoder: any Decoder) throws -> any Sendable
 
-    /// Merges a decoded entry written by `instance` into `value`.
-    /// `rebasing`: the entry is this instance's own, read by the first load
-    /// (written before a restart): it adds to what was written since.
-    func merge(_ decoded: any Sendable, from instance: String, rebasing: Bool, into value: inout Value) -> MergeOutcome
+    /// Merges a decoded entry written by `writer` into `value`.
+    func merge(_ decoded: any Sendable, from writer: Writer, into value: inout Value) -> MergeOutcome
 }
 
-/// Entry keys: the JSON text of a dictionary key or set member, the same on
-/// every instance (strings and integers are written directly, as JSON writes them).
+extension EntryMerger {
+    /// Collection changes come only from `@ObservedSet` and `@ObservedArray`
+    /// properties, which the other policies do not take.
+    func writes(removed: Value?, added: Value?, current: () -> Value, writer: Writer) -> [EntryWrite] { [] }
+}
+
+/// Entry keys: the JSON text of a dictionary key or set member, spelled one
+/// way on every instance. Strings are written in Unicode normal form C (two
+/// strings Swift calls equal are one entry), directly, as JSON writes them;
+/// integers directly; other keys through JSONEncoder with sorted keys.
 enum EntryKey {
-    static func encode<Key: Encodable>(_ key: Key) -> String {
+    /// The longest entry sent: the state table indexes it.
+    static let maximumBytes = 1024
+
+    /// `key`'s spelling; nil if it does not encode (a NaN, say).
+    static func encode<Key: Encodable>(_ key: Key) -> String? {
         switch key {
         case let string as String:
             var quoted = ""
-            Wire.appendQuoted(string, to: &quoted)
+            Wire.appendQuoted(string.precomposedStringWithCanonicalMapping, to: &quoted)
             return quoted
         case let int as Int: return String(int)
         default:
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            return (try? encoder.encode([key])).map { String(decoding: $0.dropFirst().dropLast(), as: UTF8.self) } ?? ""
+            return (try? encoder.encode([key])).map { String(decoding: $0.dropFirst().dropLast(), as: UTF8.self) }
         }
     }
 
-    static func decode<Key: Decodable>(_ type: Key.Type, from entry: String) throws -> Key {
+    /// The key `entry` spells, if it spells it as ``encode(_:)`` would.
+    static func decode<Key: Codable>(_ type: Key.Type, from entry: String) throws -> Key {
         let keys = try JSONDecoder().decode([Key].self, from: Data(("[" + entry + "]").utf8))
-        guard keys.count == 1, let key = keys.first else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not one entry key"))
+        // Bytes, not String equality, which holds between spellings in other
+        // normal forms: the state table's rows tell them apart.
+        guard keys.count == 1, let key = keys.first, let spelled = encode(key), spelled.utf8.elementsEqual(entry.utf8)
+        else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not one entry key, spelled as sent"))
         }
         return key
     }
@@ -78,11 +105,15 @@ final class WholeValueMerger<Value: Codable & Sendable>: EntryMerger {
 
     var acceptsByStamp: Bool { true }
 
-    func writes(from old: Value, to new: Value, instance: String) -> [EntryWrite] {
+    func writes(from old: Value, to new: Value, writer: Writer) -> [EntryWrite] {
         [EntryWrite(entry: "", payload: new)]
     }
 
-    func payload(of entry: String, in value: Value, instance: String) -> (any Encodable & Sendable)? {
+    func writes(removed: Value?, added: Value?, current: () -> Value, writer: Writer) -> [EntryWrite] {
+        [EntryWrite(entry: "", payload: current())]
+    }
+
+    func payload(of entry: String, in value: Value, writer: Writer) -> (any Encodable & Sendable)? {
         latest = value
         return value
     }
@@ -92,7 +123,7 @@ final class WholeValueMerger<Value: Codable & Sendable>: EntryMerger {
         return try Value(from: decoder)
     }
 
-    func merge(_ decoded: any Sendable, from instance: String, rebasing: Bool, into value: inout Value) -> MergeOutcome {
+    func merge(_ decoded: any Sendable, from writer: Writer, into value: inout Value) -> MergeOutcome {
         guard let new = decoded as? Value else { return .rejected }
         value = new
         return .changed
@@ -106,18 +137,18 @@ final class PerKeyMerger<Key: Codable & Hashable & Sendable, Element: Codable & 
 
     var acceptsByStamp: Bool { true }
 
-    func writes(from old: Value, to new: Value, instance: String) -> [EntryWrite] {
+    func writes(from old: Value, to new: Value, writer: Writer) -> [EntryWrite] {
         var writes: [EntryWrite] = []
         for (key, element) in new where old[key] != element {
-            writes.append(EntryWrite(entry: EntryKey.encode(key), payload: [element]))
+            if let entry = EntryKey.encode(key) { writes.append(EntryWrite(entry: entry, payload: [element])) }
         }
         for key in old.keys where new[key] == nil {
-            writes.append(EntryWrite(entry: EntryKey.encode(key), payload: [Element]()))
+            if let entry = EntryKey.encode(key) { writes.append(EntryWrite(entry: entry, payload: [Element]())) }
         }
         return writes
     }
 
-    func payload(of entry: String, in value: Value, instance: String) -> (any Encodable & Sendable)? {
+    func payload(of entry: String, in value: Value, writer: Writer) -> (any Encodable & Sendable)? {
         guard let key = try? EntryKey.decode(Key.self, from: entry) else { return nil }
         return value[key].map { [$0] } ?? []
     }
@@ -130,7 +161,7 @@ final class PerKeyMerger<Key: Codable & Hashable & Sendable, Element: Codable & 
         return (try EntryKey.decode(Key.self, from: entry), elements.first)
     }
 
-    func merge(_ decoded: any Sendable, from instance: String, rebasing: Bool, into value: inout Value) -> MergeOutcome {
+    func merge(_ decoded: any Sendable, from writer: Writer, into value: inout Value) -> MergeOutcome {
         guard let (key, element) = decoded as? (Key, Element?) else { return .rejected }
         guard value[key] != element else { return .unchanged }
         value[key] = element
@@ -145,12 +176,16 @@ final class PerMemberMerger<Member: Codable & Hashable & Sendable>: EntryMerger 
 
     var acceptsByStamp: Bool { true }
 
-    func writes(from old: Value, to new: Value, instance: String) -> [EntryWrite] {
-        new.subtracting(old).map { EntryWrite(entry: EntryKey.encode($0), payload: true) }
-            + old.subtracting(new).map { EntryWrite(entry: EntryKey.encode($0), payload: false) }
+    func writes(from old: Value, to new: Value, writer: Writer) -> [EntryWrite] {
+        writes(removed: old.subtracting(new), added: new.subtracting(old), current: { new }, writer: writer)
     }
 
-    func payload(of entry: String, in value: Value, instance: String) -> (any Encodable & Sendable)? {
+    func writes(removed: Value?, added: Value?, current: () -> Value, writer: Writer) -> [EntryWrite] {
+        (added ?? []).compactMap { member in EntryKey.encode(member).map { EntryWrite(entry: $0, payload: true) } }
+            + (removed ?? []).compactMap { member in EntryKey.encode(member).map { EntryWrite(entry: $0, payload: false) } }
+    }
+
+    func payload(of entry: String, in value: Value, writer: Writer) -> (any Encodable & Sendable)? {
         guard let member = try? EntryKey.decode(Member.self, from: entry) else { return nil }
         return value.contains(member)
     }
@@ -159,32 +194,36 @@ final class PerMemberMerger<Member: Codable & Hashable & Sendable>: EntryMerger 
         (try EntryKey.decode(Member.self, from: entry), try Bool(from: decoder))
     }
 
-    func merge(_ decoded: any Sendable, from instance: String, rebasing: Bool, into value: inout Value) -> MergeOutcome {
+    func merge(_ decoded: any Sendable, from writer: Writer, into value: inout Value) -> MergeOutcome {
         guard let (member, present) = decoded as? (Member, Bool) else { return .rejected }
         let changed = present ? value.insert(member).inserted : value.remove(member) != nil
         return changed ? .changed : .unchanged
     }
 }
 
-/// ``ReplicationPolicy/merging``: one entry per instance, holding what that
-/// instance held when it last wrote; received values are merged in.
+/// ``ReplicationPolicy/merging``: one entry per instance id, holding what
+/// that instance held when it last wrote (after merging what it had loaded,
+/// so a restarted instance's entry still holds its earlier writes);
+/// received values are merged in.
 final class CustomMerger<Value: ReplicatedMergeable>: EntryMerger {
     var acceptsByStamp: Bool { false }
 
-    func writes(from old: Value, to new: Value, instance: String) -> [EntryWrite] {
-        [EntryWrite(entry: instance, payload: new)]
+    private static func entry(_ writer: Writer) -> String? { EntryKey.encode(writer.id) }
+
+    func writes(from old: Value, to new: Value, writer: Writer) -> [EntryWrite] {
+        Self.entry(writer).map { [EntryWrite(entry: $0, payload: new)] } ?? []
     }
 
-    func payload(of entry: String, in value: Value, instance: String) -> (any Encodable & Sendable)? {
-        entry == instance ? value : nil
+    func payload(of entry: String, in value: Value, writer: Writer) -> (any Encodable & Sendable)? {
+        entry == Self.entry(writer) ? value : nil
     }
 
     func decode(entry: String, from decoder: any Decoder) throws -> any Sendable {
-        try Value(from: decoder)
+        (try EntryKey.decode(String.self, from: entry), try Value(from: decoder))
     }
 
-    func merge(_ decoded: any Sendable, from instance: String, rebasing: Bool, into value: inout Value) -> MergeOutcome {
-        guard let other = decoded as? Value else { return .rejected }
+    func merge(_ decoded: any Sendable, from writer: Writer, into value: inout Value) -> MergeOutcome {
+        guard let (owner, other) = decoded as? (String, Value), owner == writer.id else { return .rejected }
         let merged = value.merged(with: other)
         guard merged != value else { return .unchanged }
         value = merged

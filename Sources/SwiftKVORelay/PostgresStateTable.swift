@@ -30,6 +30,9 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         case unusable
         /// The connection closed first.
         case closed
+        /// Checking it failed for a reason that may pass (a timeout, a lock,
+        /// resources): not remembered, the next use checks again.
+        case failed(any Error)
     }
 
     /// `table`'s access on this connection, once known.
@@ -49,14 +52,18 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         completion: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) {
         withTable(table) { access in
-            guard access == .usable else { return self.publish(messages, completion: completion) }
+            switch access {
+            case .usable: break
+            case .unusable, .closed: return self.publish(messages, completion: completion)
+            case .failed(let error): return completion(.failure(error))
+            }
             self.publish(messages, statement: { self.statement(messages, rows: rows, in: table, horizon: horizon) }) {
                 result in
-                // A statement error from the table's part (the table changed
-                // under the relay: a column or a privilege gone): send the
-                // messages alone rather than fail the connection. Not for the
-                // server ending the session (FATAL), nor resources or connection.
-                if case .failure(let error) = result, Self.isTableError(error) {
+                // The table changed under the relay (a column or a privilege
+                // gone): send the messages alone rather than fail the
+                // connection. Anything else (a deadlock, a timeout, the
+                // session ending) fails it: the messages go again, rows too.
+                if case .failure(let error) = result, Self.isSchemaError(error) {
                     self.logger.error(
                         "relay could not write its state table; sending without it",
                         metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
@@ -78,6 +85,7 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         case .usable: break
         case .unusable: throw RelayStateTableError.unavailable(table, "see the error logged when it was checked")
         case .closed: throw PostgresTransportError.connectionClosed
+        case .failed(let error): throw error
         }
         let query: PostgresQuery = """
             SELECT name, entry, stamp, instance, \
@@ -87,7 +95,7 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
             """
         do {
             return try await read(query)
-        } catch where Self.isTableError(error) {
+        } catch where Self.isSchemaError(error) {
             // Not the relay's table after all: written and read without it from now on.
             markUnusable(table)
             throw RelayStateTableError.unavailable(table, RelayErrorDescription.describe(error))
@@ -110,14 +118,15 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         }
     }
 
-    /// Whether `error` is a statement error from the table's part (the table
-    /// changed under the relay: a column or a privilege gone), not the server
-    /// ending the session (FATAL), nor resources or the connection.
-    private static func isTableError(_ error: any Error) -> Bool {
+    /// Whether `error` says the table is not what the relay needs, for good:
+    /// a column, a type or a privilege wrong or gone (SQLSTATE classes 42
+    /// and 22). Not a deadlock, a timeout, resources or the session ending,
+    /// which may pass.
+    private static func isSchemaError(_ error: any Error) -> Bool {
         guard let error = error as? PSQLError, error.code == .server, error.serverInfo?[.severity] == "ERROR" else {
             return false
         }
-        return !["57", "08", "53"].contains(error.serverInfo?[.sqlState]?.prefix(2) ?? "57")
+        return ["42", "22"].contains(error.serverInfo?[.sqlState]?.prefix(2) ?? "")
     }
 
     /// `body`'s result, or ``PostgresTransportError/connectionClosed`` as
@@ -234,17 +243,17 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         case .wait: break
         case .check:
             Task {
-                let access: TableAccess = await self.prepare(table) ? .usable : .unusable
-                resolve(table, access)
+                resolve(table, await self.prepare(table))
             }
         }
     }
 
-    /// Records `table`'s access, unless known already, and calls those waiting for it.
+    /// Records `table`'s access, unless known already (a failure is not:
+    /// the next use checks again), and calls those waiting for it.
     private func resolve(_ table: RelayStateTable, _ access: TableAccess) {
         let waiting = tables.withLock { tables -> [@Sendable (TableAccess) -> Void] in
             guard case .checking(let waiting) = tables.byName[table.name] else { return [] }
-            tables.byName[table.name] = .known(access)
+            if case .failed = access { tables.byName[table.name] = nil } else { tables.byName[table.name] = .known(access) }
             return waiting
         }
         for waiter in waiting { waiter(access) }
@@ -271,42 +280,37 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
     /// The mark of the format before entries: upgraded in place (`upgrade(_:)`).
     static let markBeforeEntries = "SwiftKVORelay state table, format 1"
 
-    /// Makes `table` if it is missing; whether it exists and is marked as the relay's.
-    private func prepare(_ table: RelayStateTable) async -> Bool {
+    /// Makes `table` if it is missing, upgrades it if it is of format 1;
+    /// whether it can be used.
+    private func prepare(_ table: RelayStateTable) async -> TableAccess {
+        func notUsed(_ reason: String) -> TableAccess {
+            logger.error("relay state table not used", metadata: ["table": "\(table.name)", "error": "\(reason)"])
+            return .unusable
+        }
         do {
             switch try await inspect(table) {
-            case .ours: return true
+            case .ours: return .usable
+            case .foreign: return notUsed("\(RelayStateTableError.notCreatedByTheRelay(table))")
             case .beforeEntries:
                 try await upgrade(table)
-                guard try await inspect(table) == .ours else {
-                    logger.error("relay state table not used", metadata: ["table": "\(table.name)", "error": "its upgrade to format 2 did not take"])
-                    return false
-                }
+                guard try await inspect(table) == .ours else { return notUsed("its upgrade to format 2 did not take") }
                 logger.info("relay upgraded its state table to format 2", metadata: ["table": "\(table.name)"])
-                return true
-            case .foreign:
-                logger.error(
-                    "relay state table not used",
-                    metadata: ["table": "\(table.name)", "error": "\(RelayStateTableError.notCreatedByTheRelay(table))"])
-                return false
+                return .usable
             case .missing:
                 try await create(table)
                 guard try await inspect(table) == .ours else {
-                    logger.error(
-                        "relay state table not used",
-                        metadata: [
-                            "table": "\(table.name)", "error": "\(RelayStateTableError.notCreatedByTheRelay(table))",
-                        ])
-                    return false
+                    return notUsed("\(RelayStateTableError.notCreatedByTheRelay(table))")
                 }
                 logger.info("relay created its state table", metadata: ["table": "\(table.name)"])
-                return true
+                return .usable
             }
+        } catch where Self.isSchemaError(error) {
+            return notUsed("\(RelayErrorDescription.describe(error))")
         } catch {
-            logger.error(
-                "relay state table unavailable",
+            logger.warning(
+                "relay could not check its state table",
                 metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
-            return false
+            return .failed(error)
         }
     }
 
@@ -344,7 +348,11 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
     /// nothing if another session upgraded the table first.
     private func upgrade(_ table: RelayStateTable) async throws {
         let tag = Self.tag(for: table)
-        let literal = "'" + table.quoted.replacingOccurrences(of: "'", with: "''") + "'"
+        // The quoted name as a string inside the block: dollar-quoted too,
+        // so no character of the name can end it.
+        var inner = "$name$"
+        while table.name.contains(inner) || inner == tag { inner = "$" + "n" + inner.dropFirst() }
+        let literal = inner + table.quoted + inner
         let sql = """
             DO \(tag) BEGIN
               ALTER TABLE \(table.quoted) ADD COLUMN entry text COLLATE "C" NOT NULL DEFAULT '';

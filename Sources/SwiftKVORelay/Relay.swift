@@ -362,19 +362,20 @@ public final class Relay: Sendable {
     private static func nextStatement(_ state: inout State) -> Statement? {
         guard state.publishing == 0, let publisher = state.publisher, !state.outbox.isEmpty else { return nil }
         let batch = state.outbox.prefix(batchLimit)
-        var rows: [RelayStateRow] = []
-        var rowOfEntry: [EntryID: Int] = [:]
+        var rowOfEntry: [EntryID: RelayStateRow] = [:]
         for outgoing in batch {
             guard let entry = outgoing.entry else { continue }
-            // Local stamps only grow: the last value of an entry in the batch is its newest.
+            // The newest write of an entry in the batch (writers on two
+            // threads may queue in another order than they stamped).
             let row = RelayStateRow(
                 name: entry.name, entry: entry.entry, stamp: Int64(clamping: outgoing.stamp), instance: "",
                 message: outgoing.message, messageBytes: outgoing.message.utf8.count)
-            if let index = rowOfEntry[entry] { rows[index] = row } else {
-                rowOfEntry[entry] = rows.count
-                rows.append(row)
-            }
+            if let held = rowOfEntry[entry], held.stamp > row.stamp { continue }
+            rowOfEntry[entry] = row
         }
+        // In one order on every instance: two statements upserting the same
+        // rows never wait for each other in a cycle.
+        let rows = rowOfEntry.values.sorted { ($0.name, $0.entry) < ($1.name, $1.entry) }
         state.publishing = batch.count
         return Statement(
             publisher: publisher, messages: batch.map(\.message), rows: rows, connection: state.connection)
@@ -656,7 +657,6 @@ public final class Relay: Sendable {
     ///
     /// A property entry is applied here, under its replication's isolation,
     /// unless that is an actor: then what to await is returned.
-    @discardableResult
     package func receive(_ payload: String) -> (@Sendable () async -> Void)? {
         guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else {
             drop(.oversized)
@@ -747,10 +747,9 @@ public final class Relay: Sendable {
             state.withLock { $0.statistics.delivered.addSaturating(1) }
             NotificationHub.default.post(name: name, object: self, userInfo: userInfo)
         case .set(let replication, let entry, let stamp, let value):
+            let writer = Writer(id: instance, incarnation: envelope.i)
             let apply: @Sendable () -> Void = {
-                switch replication.applyRemote(
-                    value, entry: entry, stamp: stamp, from: instance, firstLoad: false, relay: self)
-                {
+                switch replication.applyRemote(value, entry: entry, stamp: stamp, from: writer, relay: self) {
                 case .applied: self.state.withLock { $0.statistics.delivered.addSaturating(1) }
                 case .stale: self.drop(.stale, instance)
                 case .wrongType: self.drop(.wrongType, instance)

@@ -93,6 +93,7 @@ extension Relay {
         state.withLock { state in
             state.loadedNames.remove(name)
             state.heldEntries.removeValue(forKey: name)
+            state.lastWrites = state.lastWrites.filter { $0.key.name != name }
             return state.replications.removeValue(forKey: name)
         }
     }
@@ -120,32 +121,57 @@ extension Relay {
 
     // MARK: Writes
 
+    /// How entries held for a first load are sent.
+    enum HeldStamps {
+        /// Last writer wins: each with the stamp it was written with, and
+        /// only if that write is still the entry's last (a loaded newer one
+        /// replaced it otherwise).
+        case stamped
+        /// Merged whatever their stamp: with a new one.
+        case restamped
+    }
+
     /// A local write of `entries` of `name`: stamps them and sends what
     /// `payloads` gives for them (called under the relay's lock, when the
     /// write is stamped), or holds them until the first load of `name`.
-    /// `owned`: send only the entries whose last write is still this
-    /// instance's (a held last-writer-wins write that a loaded one replaced
-    /// is not sent).
-    func publish(name: String, entries: [String], owned: Bool = false, payloads: () -> [EntryWrite]) {
+    /// `held`: these are held entries, sent after that load.
+    func publish(name: String, entries: [String], held: HeldStamps? = nil, payloads: () -> [EntryWrite]) {
         let instance = configuration.instanceID
-        let stamped: (stamp: UInt64, writes: [EntryWrite])? = state.withLock { state in
-            guard state.replications[name] != nil else { return nil }
-            let entries = owned ? entries.filter { state.lastWrites[EntryID(name: name, entry: $0)]?.instance == instance } : entries
-            guard !entries.isEmpty else { return nil }
+        let stamped: [(stamp: UInt64, write: EntryWrite)] = state.withLock { state in
+            guard state.replications[name] != nil else { return [] }
             // Saturating: remote stamps are bounded by the clock skew, but never trap.
             let next = state.clock == .max ? state.clock : state.clock + 1
-            let stamp = max(Self.wallClockMicroseconds(), next)
-            state.clock = stamp
-            for entry in entries { state.lastWrites[EntryID(name: name, entry: entry)] = (stamp, instance) }
-            guard state.loadedNames.contains(name) else {
-                state.heldEntries[name, default: []].formUnion(entries)
-                return nil
+            let fresh = max(Self.wallClockMicroseconds(), next)
+            var stamps: [String: UInt64] = [:]
+            for entry in entries {
+                let id = EntryID(name: name, entry: entry)
+                if held == .stamped {
+                    guard let last = state.lastWrites[id], last.instance == instance else { continue }
+                    stamps[entry] = last.stamp
+                } else {
+                    stamps[entry] = fresh
+                    state.lastWrites[id] = (fresh, instance)
+                }
             }
-            let wanted = Set(entries)
-            return (stamp, payloads().filter { wanted.contains($0.entry) })
+            guard !stamps.isEmpty else { return [] }
+            state.clock = max(state.clock, fresh)
+            guard state.loadedNames.contains(name) else {
+                state.heldEntries[name, default: []].formUnion(stamps.keys)
+                return []
+            }
+            return payloads().compactMap { write in stamps[write.entry].map { ($0, write) } }
         }
-        guard let (stamp, writes) = stamped else { return }
-        for write in writes {
+        for (stamp, write) in stamped {
+            guard write.entry.utf8.count <= EntryKey.maximumBytes else {
+                state.withLock { $0.statistics.notSent += 1 }
+                configuration.logger.warning(
+                    "relay did not send a property value",
+                    metadata: [
+                        "name": "\(name)",
+                        "error": "its key takes \(write.entry.utf8.count) bytes; at most \(EntryKey.maximumBytes) are sent",
+                    ])
+                continue
+            }
             do {
                 try enqueue(
                     Wire.setBody(name: name, entry: write.entry, stamp: stamp, value: write.payload),

@@ -10,12 +10,11 @@ protocol Replicating: AnyObject, Sendable {
     /// Decodes a "set" message's entry and value as the policy's types.
     func decode(entry: String, from decoder: any Decoder) throws -> any Sendable
     /// Applies a decoded entry if the policy accepts it; call it under ``isolation``.
-    /// `firstLoad`: it was read by the first load of this name.
     func applyRemote(
-        _ decoded: any Sendable, entry: String, stamp: UInt64, from instance: String, firstLoad: Bool, relay: Relay
+        _ decoded: any Sendable, entry: String, stamp: UInt64, from writer: Writer, relay: Relay
     ) -> RemoteSetResult
     /// Sends the entries written before the first load, as the value holds
-    /// them now; call it under ``isolation``.
+    /// them now, with the stamps they were written with; call it under ``isolation``.
     func publishHeld(_ entries: Set<String>, relay: Relay)
     /// Stops publishing local changes.
     func stop()
@@ -40,6 +39,9 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
     private let keyPath: ReferenceWritableKeyPath<Object, Value>
     /// Taken inside the relay's state lock, never the other way round.
     private let merger: LockedState<any EntryMerger<Value>>
+    /// The same merger, for decoding, which reads no state: no lock is held
+    /// while a value's own decoder runs.
+    private let entryDecoder: any EntryMerger<Value>
     private let acceptsByStamp: Bool
     private let token = LockedState<ObservationToken?>(nil)
 
@@ -56,16 +58,24 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
         self.isolation = isolation
         let merger = policy.makeMerger()
         acceptsByStamp = merger.acceptsByStamp
+        entryDecoder = merger
         self.merger = LockedState(merger)
     }
 
     /// Starts publishing local changes through `relay`.
     func start(relay: Relay) throws(KVOError) {
-        let instance = relay.instanceID
+        let writer = Writer(id: relay.instanceID, incarnation: relay.incarnation)
         let token = try object?.observe(keyPath, options: [.old, .new]) { [weak self, weak relay] object, change in
-            guard let self, let relay, !Self.applying.isSet(self), let old = change.oldValue, let new = change.newValue
-            else { return }
-            let writes = self.merger.withLock { $0.writes(from: old, to: new, instance: instance) }
+            guard let self, let relay, !Self.applying.isSet(self) else { return }
+            let writes = self.merger.withLock { merger in
+                if change.kind == .setting, let old = change.oldValue, let new = change.newValue {
+                    return merger.writes(from: old, to: new, writer: writer)
+                }
+                // Through a mutable proxy: the elements taken out and put in.
+                return merger.writes(
+                    removed: change.oldValue, added: change.newValue, current: { object[keyPath: self.keyPath] },
+                    writer: writer)
+            }
             guard !writes.isEmpty else { return }
             // The whole value is read again when the write is stamped: a
             // remote value stored since this change (see applyRemote) is
@@ -75,8 +85,7 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
                 guard self.acceptsByStamp, writes.count == 1, writes[0].entry.isEmpty else { return writes }
                 let value = object[keyPath: self.keyPath]
                 return self.merger.withLock { merger in
-                    merger.payload(of: "", in: value, instance: instance).map { [EntryWrite(entry: "", payload: $0)] }
-                        ?? []
+                    merger.payload(of: "", in: value, writer: writer).map { [EntryWrite(entry: "", payload: $0)] } ?? []
                 }
             }
         }
@@ -88,16 +97,16 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
     }
 
     func decode(entry: String, from decoder: any Decoder) throws -> any Sendable {
-        try merger.withLock { try $0.decode(entry: entry, from: decoder) }
+        try entryDecoder.decode(entry: entry, from: decoder)
     }
 
     func applyRemote(
-        _ decoded: any Sendable, entry: String, stamp: UInt64, from instance: String, firstLoad: Bool, relay: Relay
+        _ decoded: any Sendable, entry: String, stamp: UInt64, from writer: Writer, relay: Relay
     ) -> RemoteSetResult {
         guard let object else { return .gone }
         let id = Relay.EntryID(name: name, entry: entry)
         if acceptsByStamp {
-            let recorded = relay.acceptRemoteWrite(id, stamp: stamp, instance: instance) {
+            let recorded = relay.acceptRemoteWrite(id, stamp: stamp, instance: writer.id) {
                 merger.withLock { ($0 as? WholeValueMerger<Value>)?.latest = decoded as? Value }
             }
             guard recorded else { return .stale }
@@ -110,21 +119,21 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
         // store was overwritten by it. So the newest write's value is stored
         // again, until no write came in between; a local one stored after
         // that is stamped after, and sends what the property then holds.
-        var written = (stamp: stamp, instance: instance, decoded: decoded)
+        var written = (stamp: stamp, writer: writer, decoded: decoded)
         var outcome = MergeOutcome.unchanged
         while true {
-            let rebasing = firstLoad && written.instance == relay.instanceID
             Self.applying.with(self) {
                 var value = object[keyPath: keyPath]
-                outcome = merger.withLock { $0.merge(written.decoded, from: written.instance, rebasing: rebasing, into: &value) }
+                outcome = merger.withLock { $0.merge(written.decoded, from: written.writer, into: &value) }
                 if case .changed = outcome { object[keyPath: keyPath] = value }
             }
             guard case .changed = outcome, entry.isEmpty, acceptsByStamp,
                 let newer = relay.write(
-                    of: id, after: written.stamp, by: written.instance,
+                    of: id, after: written.stamp, by: written.writer.id,
                     latest: { merger.withLock { ($0 as? WholeValueMerger<Value>)?.latest } })
             else { break }
-            written = (newer.stamp, newer.instance, newer.value)
+            // Whoever wrote it last: the whole value merges the same from anyone.
+            written = (newer.stamp, Writer(id: newer.instance, incarnation: 0), newer.value)
         }
         switch outcome {
         case .changed: return .applied
@@ -135,12 +144,12 @@ final class Replication<Object: KeyValueObservable, Value: Codable & Sendable>: 
 
     func publishHeld(_ entries: Set<String>, relay: Relay) {
         guard let object, !entries.isEmpty else { return }
-        let instance = relay.instanceID
-        relay.publish(name: name, entries: Array(entries), owned: acceptsByStamp) {
+        let writer = Writer(id: relay.instanceID, incarnation: relay.incarnation)
+        relay.publish(name: name, entries: Array(entries), held: acceptsByStamp ? .stamped : .restamped) {
             let value = object[keyPath: keyPath]
             return merger.withLock { merger in
                 entries.compactMap { entry in
-                    merger.payload(of: entry, in: value, instance: instance).map { EntryWrite(entry: entry, payload: $0) }
+                    merger.payload(of: entry, in: value, writer: writer).map { EntryWrite(entry: entry, payload: $0) }
                 }
             }
         }

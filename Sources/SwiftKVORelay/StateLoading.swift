@@ -33,9 +33,13 @@ extension Relay {
         var isEmpty: Bool { connection == nil && !reconnected && reports.isEmpty && !registered }
     }
 
+    /// The names a load reads, with the replication each had when it started:
+    /// a name replicated again meanwhile is not the one loaded.
+    typealias Loading = [String: ObjectIdentifier]
+
     /// Rows read, waiting for the receiving task; closed once that task ended.
     struct StateInbox {
-        var deliveries: [(rows: [RelayStateRow], names: [String], done: CheckedContinuation<[String], Never>)] = []
+        var deliveries: [(rows: [RelayStateRow], loading: Loading, done: CheckedContinuation<[String], Never>)] = []
         var closed = false
     }
 
@@ -55,36 +59,54 @@ extension Relay {
     func loadStateOnRequest() async {
         for await _ in loaderBell {
             while true {
-                let next = state.withLock { state -> (StateRequest, (any RelayPublisher)?, [String])? in
+                let next = state.withLock { state -> (StateRequest, (any RelayPublisher)?, UInt64, Loading)? in
                     guard !state.stateRequest.isEmpty else { return nil }
                     defer { state.stateRequest = StateRequest() }
-                    return (state.stateRequest, state.publisher, state.replications.keys.sorted())
+                    let loading = state.replications.mapValues { ObjectIdentifier($0) }
+                    return (state.stateRequest, state.publisher, state.connection, loading)
                 }
-                guard let (request, publisher, names) = next else { break }
+                guard let (request, publisher, connection, loading) = next else { break }
                 var updated: [String] = []
-                if let publisher, !names.isEmpty {
+                var loaded = true
+                if let publisher, !loading.isEmpty {
                     if let keeper = publisher as? any RelayStatePublisher, let table = configuration.stateTable {
                         do {
                             let rows = try await keeper.loadState(
-                                of: names, from: table, maximumMessageBytes: configuration.transport.maximumPayloadBytes,
+                                of: loading.keys.sorted(), from: table,
+                                maximumMessageBytes: configuration.transport.maximumPayloadBytes,
                                 maximumRows: Self.maximumLoadedRows)
-                            updated = await apply(rows, loading: names)
+                            if rows.count >= Self.maximumLoadedRows {
+                                configuration.logger.error(
+                                    "relay loaded only the first of its replicated entries",
+                                    metadata: ["table": "\(table.name)", "rows": "\(rows.count)"])
+                            }
+                            updated = await apply(rows, loading: loading)
                             state.withLock { $0.statistics.stateLoads.addSaturating(1) }
                         } catch {
                             state.withLock { $0.statistics.stateLoadFailures.addSaturating(1) }
                             configuration.logger.warning(
                                 "relay could not load replicated values",
                                 metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
-                            // A table that cannot be used will not be loaded
-                            // on a later try either: writes go out without it.
-                            if error is RelayStateTableError { _ = await apply([], loading: names) }
+                            if error is RelayStateTableError {
+                                // A table that cannot be used will not be read on
+                                // a later try either: the relay goes on without
+                                // it (the reason was logged as an error).
+                                _ = await apply([], loading: loading)
+                            } else {
+                                // Anything else may pass: the connection starts
+                                // over, and its first load with it. Held writes
+                                // stay held meanwhile.
+                                loaded = false
+                                let failed = state.withLock { $0.connection == connection ? $0.publishFailed : nil }
+                                failed?.yield(error)
+                            }
                         }
                     } else {
                         // Nothing keeps state: nothing to wait for.
-                        _ = await apply([], loading: names)
+                        _ = await apply([], loading: loading)
                     }
                 }
-                finish(request, updated: updated)
+                finish(request, updated: updated, loaded: loaded)
             }
         }
     }
@@ -93,13 +115,13 @@ extension Relay {
     static let maximumLoadedRows = 1_000_000
 
     /// Applies `rows` on the receiving task, and ends the first load of
-    /// `names` there; the names whose values changed, sorted.
-    private func apply(_ rows: [RelayStateRow], loading names: [String]) async -> [String] {
-        let firstLoad = state.withLock { state in names.contains { !state.loadedNames.contains($0) } }
+    /// the names in `loading` there; the names whose values changed, sorted.
+    private func apply(_ rows: [RelayStateRow], loading: Loading) async -> [String] {
+        let firstLoad = state.withLock { state in loading.keys.contains { !state.loadedNames.contains($0) } }
         guard !rows.isEmpty || firstLoad else { return [] }
         return await withCheckedContinuation { continuation in
             let closed = stateInbox.withLock { inbox in
-                if !inbox.closed { inbox.deliveries.append((rows, names, continuation)) }
+                if !inbox.closed { inbox.deliveries.append((rows, loading, continuation)) }
                 return inbox.closed
             }
             if closed { continuation.resume(returning: []) } else { ring.yield() }
@@ -117,16 +139,15 @@ extension Relay {
         let decoder = JSONDecoder()
         decoder.userInfo[Wire.Resolver.codingKey] = resolver
         for delivery in deliveries {
-            let loaded = state.withLock { $0.loadedNames }
             var updated: Set<String> = []
             for row in delivery.rows {
-                guard let entry = validated(row, decoder: decoder) else { continue }
-                let firstLoad = !loaded.contains(row.name)
+                guard let entry = validated(row, decoder: decoder),
+                    delivery.loading[row.name] == ObjectIdentifier(entry.replication)
+                else { continue }
                 let result = LockedState(RemoteSetResult.stale)
                 await entry.replication.isolation.run {
                     let outcome = entry.replication.applyRemote(
-                        entry.value, entry: entry.entry, stamp: entry.stamp, from: entry.instance, firstLoad: firstLoad,
-                        relay: self)
+                        entry.value, entry: entry.entry, stamp: entry.stamp, from: entry.writer, relay: self)
                     result.withLock { $0 = outcome }
                 }
                 switch result.withLock({ $0 }) {
@@ -136,23 +157,24 @@ extension Relay {
                 case .stale:
                     break
                 case .wrongType:
-                    drop(.wrongType, entry.instance)
+                    drop(.wrongType, entry.writer.id)
                 case .gone:
                     stopReplicating(entry.replication.name)
                 }
             }
-            await endFirstLoad(of: delivery.names)
+            await endFirstLoad(of: delivery.loading)
             delivery.done.resume(returning: updated.sorted())
         }
     }
 
-    /// Marks `names` loaded, and sends what was written to them before.
-    private func endFirstLoad(of names: [String]) async {
+    /// Marks the names of `loading` loaded (those still replicated by the
+    /// replication loaded), and sends what was written to them before.
+    private func endFirstLoad(of loading: Loading) async {
         let held = state.withLock { state in
-            names.compactMap { name -> (any Replicating, Set<String>)? in
-                guard state.loadedNames.insert(name).inserted, let replication = state.replications[name] else {
-                    return nil
-                }
+            loading.compactMap { name, loaded -> (any Replicating, Set<String>)? in
+                guard let replication = state.replications[name], ObjectIdentifier(replication) == loaded,
+                    state.loadedNames.insert(name).inserted
+                else { return nil }
                 return (replication, state.heldEntries.removeValue(forKey: name) ?? [])
             }
         }
@@ -176,7 +198,7 @@ extension Relay {
         var replication: any Replicating
         var entry: String
         var stamp: UInt64
-        var instance: String
+        var writer: Writer
         var value: any Sendable
     }
 
@@ -234,15 +256,19 @@ extension Relay {
                 drop(.futureStamp, instance)
                 return nil
             }
-            return LoadedEntry(replication: replication, entry: entry, stamp: stamp, instance: instance, value: value)
+            return LoadedEntry(
+                replication: replication, entry: entry, stamp: stamp,
+                writer: Writer(id: instance, incarnation: message.envelope.i), value: value)
         }
         return nil
     }
 
-    /// After a load: releases waiters if it was the connection's first, and
-    /// posts the resynchronizations owed, with the names it updated.
-    private func finish(_ request: StateRequest, updated: [String]) {
-        if let connection = request.connection {
+    /// After a load: releases waiters if it was the connection's first and
+    /// it `loaded`, and posts the resynchronizations owed, with the names it
+    /// updated. (A load that did not complete ends its connection: the next
+    /// one loads, and posts its reconnection, again.)
+    private func finish(_ request: StateRequest, updated: [String], loaded: Bool) {
+        if let connection = request.connection, loaded {
             let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
                 guard state.connection == connection, state.isListening else { return [] }
                 state.stateIsCurrent = true
@@ -252,7 +278,7 @@ extension Relay {
             }
             for waiter in waiters { waiter.resume() }
         }
-        if request.reconnected {
+        if request.reconnected, loaded {
             state.withLock { $0.statistics.resynchronizations.addSaturating(1) }
             postResynchronize(["reason": "reconnected", "updated": updated])
         }

@@ -222,7 +222,7 @@ while Date() < deadline {
             if index == 1, random.chance(70) {
                 payload = (random.chance(10) ? wrongSigner : signer).sign(payload.isEmpty ? "{}" : payload)
             }
-            relay.receive(payload)
+            _ = relay.receive(payload)
             fed[index] += 1
         }
         if random.chance(1) { flags.on.toggle() }  // local writes after whatever stamps arrived

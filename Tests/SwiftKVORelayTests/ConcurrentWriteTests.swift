@@ -24,7 +24,7 @@ import Testing
     /// A remote "set" of `cfg.a` to `value`, stamped a second ahead of now.
     private func remoteSet(_ value: Int, on relay: Relay) -> UInt64 {
         let stamp = UInt64(Date().timeIntervalSince1970 * 1_000_000) + 1_000_000
-        relay.receive(#"{"o":"other","i":1,"s":1,"v":1,"t":"set","n":"cfg.a","c":\#(stamp),"x":\#(value)}"#)
+        _ = relay.receive(#"{"o":"other","i":1,"s":1,"v":1,"t":"set","n":"cfg.a","c":\#(stamp),"x":\#(value)}"#)
         return stamp
     }
 

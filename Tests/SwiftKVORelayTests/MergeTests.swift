@@ -9,24 +9,38 @@ import Testing
 /// custom-merged set of seen regions, all under the service's own lock.
 final class Stock: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
-    let lock = NSLock()
+    private let lock = NSLock()
+    /// The thread holding `lock`: written only by it, under it.
+    private var owner: pthread_t?
     @Observed var counts: [String: Int] = [:]
     @Observed var labels: [String: String] = [:]
     @Observed var tags: Set<String> = []
+    @ObservedSet var badges: Set<String> = []
     @Observed var visits = 0
     @Observed var regions = Regions()
 
     /// Replicates every property, remote writes under `lock`.
     static func replicate(_ stock: Stock, on relay: Relay) throws {
-        let isolation = ReplicationIsolation.lock { apply in stock.lock.withLock { apply() } }
+        let isolation = ReplicationIsolation.lock { apply in stock.locked { _ in apply() } }
         try relay.replicate(\.counts, of: stock, as: "stock.counts", merging: .counterPerKey(), isolation: isolation)
         try relay.replicate(\.labels, of: stock, as: "stock.labels", merging: .perKey(), isolation: isolation)
         try relay.replicate(\.tags, of: stock, as: "stock.tags", merging: .perMember(), isolation: isolation)
+        try relay.replicate(\.badges, of: stock, as: "stock.badges", merging: .perMember(), isolation: isolation)
         try relay.replicate(\.visits, of: stock, as: "stock.visits", merging: .counter, isolation: isolation)
         try relay.replicate(\.regions, of: stock, as: "stock.regions", merging: .merging, isolation: isolation)
     }
 
-    func locked<T>(_ body: (Stock) -> T) -> T { lock.withLock { body(self) } }
+    func locked<T>(_ body: (Stock) -> T) -> T {
+        lock.withLock {
+            owner = pthread_self()
+            defer { owner = nil }
+            return body(self)
+        }
+    }
+
+    /// Whether this thread holds the lock (asked while it does, so the read
+    /// is ordered; asked while another thread does, ThreadSanitizer says so).
+    var isLockedByThisThread: Bool { owner.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
 }
 
 /// A grow-only set: its merge is the union.
@@ -152,7 +166,8 @@ extension RelayTests {
         try await eventually("the early writes merged", deadline: .seconds(30)) {
             early.locked { $0.counts == counts && $0.labels == ["kept": "yes", "early": "too"] && $0.tags == ["kept", "early"] }
         }
-        try await eventually("the early writes committed") { starting.relay.statistics.sent >= 3 }
+        // Two counters' entries ("early", "x"), a label, a tag.
+        try await eventually("the early writes committed") { starting.relay.statistics.sent == 4 }
         let later = Stock()
         let c = try await RunningRelay(channel: channel, prepare: { try Stock.replicate(later, on: $0) })
         #expect(later.locked { $0.counts } == counts)
@@ -171,11 +186,7 @@ extension RelayTests {
         let seen = LockedState(0)
         let token = try stockB.observe(\.counts) { stock, _ in
             seen.withLock { $0 += 1 }
-            // Not recursive: held by this thread, it cannot be taken again.
-            if stock.lock.try() {
-                stock.lock.unlock()
-                unlocked.withLock { $0 += 1 }
-            }
+            if !stock.isLockedByThisThread { unlocked.withLock { $0 += 1 } }
         }
         let a = try await RunningRelay(channel: channel, prepare: { try Stock.replicate(stockA, on: $0) })
         stockA.locked { $0.counts["x", default: 0] += 1 }
@@ -216,6 +227,91 @@ extension RelayTests {
         #expect(checked.withLock { $0 } >= 2)
         await a.stop()
         await b.stop()
+    }
+
+    /// A counter's entries belong to a writer's incarnation: an instance
+    /// restarted under the same id starts a new one, and what it counted
+    /// before stays counted once.
+    @Test func aCounterRestartedUnderTheSameIDKeepsWhatItCountedBefore() async throws {
+        let channel = try TestServer.freshChannel("mergefixed")
+        let watcher = Stock()
+        let b = try await RunningRelay(channel: channel, prepare: { try Stock.replicate(watcher, on: $0) })
+        let first = Stock()
+        let a = try await RunningRelay(
+            channel: channel, instanceID: "fixed", prepare: { try Stock.replicate(first, on: $0) })
+        first.locked { stock in
+            stock.counts["x", default: 0] += 10
+            stock.visits += 10
+        }
+        try await eventually("the first life's counts at b") { watcher.locked { $0.counts["x"] == 10 && $0.visits == 10 } }
+        await a.stop()
+        let second = Stock()
+        let again = try await RunningRelay(
+            channel: channel, instanceID: "fixed", prepare: { try Stock.replicate(second, on: $0) })
+        #expect(second.locked { $0.counts["x"] } == 10)
+        second.locked { stock in
+            stock.counts["x", default: 0] += 5
+            stock.visits -= 3
+        }
+        try await eventually("the second life's counts at b") { watcher.locked { $0.counts["x"] == 15 && $0.visits == 7 } }
+        let late = Stock()
+        let c = try await RunningRelay(channel: channel, prepare: { try Stock.replicate(late, on: $0) })
+        #expect(late.locked { ($0.counts, $0.visits) } == (["x": 15], 7))
+        for relay in [b, again, c] { await relay.stop() }
+    }
+
+    /// Members inserted and removed through the set's mutable proxy are
+    /// replicated like assignments.
+    @Test func setMembersChangedThroughTheMutableProxyAreReplicated() async throws {
+        let channel = try TestServer.freshChannel("mergeproxy")
+        let (stockA, stockB) = (Stock(), Stock())
+        let a = try await RunningRelay(channel: channel, prepare: { try Stock.replicate(stockA, on: $0) })
+        let b = try await RunningRelay(channel: channel, prepare: { try Stock.replicate(stockB, on: $0) })
+        stockA.locked { stock in
+            let badges = stock.mutableSet(\.badges)
+            badges.insert("gold")
+            badges.formUnion(["silver", "bronze"])
+            badges.remove("silver")
+        }
+        try await eventually("a's badges at b") { stockB.locked { $0.badges } == ["gold", "bronze"] }
+        await a.stop()
+        await b.stop()
+    }
+
+    /// Entries are read as their policy spells them, from the writer that
+    /// owns them; anything else is dropped and counted, and changes nothing.
+    @Test func entriesNotSpelledAsSentOrOwnedByAnotherWriterAreDropped() throws {
+        var configuration = RelayConfiguration(
+            postgres: .init(host: "127.0.0.1", port: 1, username: "nobody", password: nil, database: nil, tls: .disable),
+            logger: TestServer.quietLogger)
+        configuration.stateTable = nil
+        let relay = try Relay(configuration: configuration)
+        let stock = Stock()
+        try Stock.replicate(stock, on: relay)
+        var sequence: UInt64 = 0
+        func set(_ name: String, entry: String, _ value: String, from instance: String = "other") {
+            sequence += 1
+            let stamp = UInt64(Date().timeIntervalSince1970 * 1_000_000)
+            var message = #"{"o":"\#(instance)","i":7,"s":\#(sequence),"v":1,"t":"set","n":"\#(name)","e":"#
+            Wire.appendQuoted(entry, to: &message)
+            message += #","c":\#(stamp),"x":\#(value)}"#
+            #expect(relay.receive(message) == nil)
+        }
+        set("stock.counts", entry: #"["other",7,"x"]"#, "[3,0]")
+        set("stock.labels", entry: #""k""#, #"["v"]"#)
+        #expect(stock.locked { ($0.counts, $0.labels) } == (["x": 3], ["k": "v"]))
+        let dropped = relay.statistics.droppedWrongType
+        set("stock.counts", entry: #"["victim",7,"x"]"#, "[99,0]")  // another writer's entry
+        set("stock.counts", entry: #"["other",8,"x"]"#, "[99,0]")  // another incarnation's
+        set("stock.counts", entry: #"[ "other",7,"x"]"#, "[99,0]")  // spelled otherwise
+        set("stock.visits", entry: #"["other",7,"x"]"#, "[99,0]")  // a key where none is
+        set("stock.labels", entry: "\"e\u{301}\"", #"["nfd"]"#)  // not in normal form C
+        set("stock.labels", entry: #"k"#, #"["bare"]"#)  // not JSON
+        set("stock.labels", entry: #""k""#, #"["v","w"]"#)  // two elements
+        #expect(relay.statistics.droppedWrongType == dropped + 7)
+        #expect(stock.locked { ($0.counts, $0.labels, $0.visits) } == (["x": 3], ["k": "v"], 0))
+        set("stock.labels", entry: #""k""#, "[]")
+        #expect(stock.locked { $0.labels }.isEmpty)
     }
 
     /// Issue #32, item 1: one dictionary entry cannot be replicated by key
