@@ -20,10 +20,10 @@ import SwiftKVO
 ///   on their hub with this relay as sender and ``RelayOrigin/remote(instance:)``
 ///   under ``RelayOrigin/userInfoKey``. A relay never delivers its own messages
 ///   back, and never forwards a remote notification again.
-/// - Properties: a local assignment of a replicated property is sent; a
-///   remote one is assigned locally (observers are notified as for any
-///   change) and not sent again. Last writer wins, by writer clock stamp,
-///   ties broken by instance id.
+/// - Properties: a local assignment of a replicated property is sent, as the
+///   entries it changed; a remote one is merged locally as the property's
+///   ``ReplicationPolicy`` says (observers are notified as for any change)
+///   and not sent again.
 /// - After a reconnect, when another instance's sequence numbers show
 ///   that messages were missed, or when another instance restarted, the
 ///   relay reloads replicated values from its state table
@@ -34,13 +34,14 @@ import SwiftKVO
 ///
 /// ## Thread safety and callbacks
 /// Every method may be called from any thread. Remote notifications are
-/// posted, and remote property values assigned, on a task of ``run()``,
+/// posted, and remote property values assigned, from a task of ``run()``,
 /// one message at a time, each sender's in the order the broker delivered
 /// them (senders take turns, so a flooding one cannot hold up the others):
-/// hub observers run there, synchronously. A replicated property is
-/// therefore written from that task: do not assign it concurrently from
-/// other threads without your own synchronization (as for any `@Observed`
-/// property).
+/// hub observers run on that task, synchronously; a replicated property is
+/// assigned under its ``ReplicationIsolation`` — by default on that task
+/// too, so do not assign it concurrently from other threads without your
+/// own synchronization (as for any `@Observed` property), or give the relay
+/// that synchronization: your lock or your actor.
 ///
 /// Sending waits for nothing: a post (or a replicated assignment) hands its
 /// message to the transport on the posting thread when no statement is in
@@ -575,7 +576,9 @@ public final class Relay: Sendable {
     /// Returns once the relay is connected and listening (at once if it is)
     /// and, if it keeps state (``RelayConfiguration/stateTable``), has loaded
     /// the current values of the properties it replicates: after it returns
-    /// at start, they hold the values last written by any instance.
+    /// at start, they hold what every instance wrote, merged. A load that
+    /// fails ends the connection; this waits for the next one's. Unlike
+    /// ``waitUntilReady()``, it waits again after a disconnect.
     ///
     /// - Throws: `CancellationError` if the waiting task is cancelled first.
     public func waitUntilListening() async throws {

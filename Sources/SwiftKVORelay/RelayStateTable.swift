@@ -6,7 +6,8 @@
 /// transaction as its `NOTIFY`; an instance reads it when it starts and after
 /// any gap (see ``Relay/replicate(_:of:as:)``). The relay creates the table
 /// when it is missing, marked as its own by a comment, and uses a table of
-/// that name only if it carries the mark: it never drops or alters a table,
+/// that name only if it carries the mark: it never drops a table, alters
+/// none but its own of format 1 (see below),
 /// and never writes to one it did not create.
 ///
 /// The schema (one row per channel, replicated name and entry — the whole
