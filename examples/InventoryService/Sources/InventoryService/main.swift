@@ -5,7 +5,7 @@
 //   POST   /items/:sku     adds ?by=N (default 1) to the SKU's count
 //   POST   /tags/:tag      adds a tag;  DELETE /tags/:tag removes it
 //   PUT    /price?value=   sets the price
-//   GET    /ready          200 while the relay listens, else 503
+//   GET    /ready          200 once the relay has loaded the current values, else 503
 //   GET    /events         the changes as Server-Sent Events
 //   GET    /metrics        the relay's and the engine's metrics (Prometheus text format)
 //
@@ -56,9 +56,12 @@ var configuration = RelayConfiguration(
 configuration.signing = try RelaySigning.environment()   // nil when no key is set
 configuration.shutdownTimeout = .seconds(3)
 let relay = try Relay(configuration: configuration)
-try relay.replicate(\.counts, of: inventory, as: "inventory.counts")
-try relay.replicate(\.tags, of: inventory, as: "inventory.tags")
-try relay.replicate(\.price, of: inventory, as: "inventory.price")
+// Increments on every instance add up per SKU, and tags merge per member; the price is one
+// value, the last write wins. The relay applies other instances' writes under the same lock.
+let underLock = ReplicationIsolation.lock { apply in inventory.lock.withLock { apply() } }
+try relay.replicate(\.counts, of: inventory, as: "inventory.counts", merging: .counterPerKey(), isolation: underLock)
+try relay.replicate(\.tags, of: inventory, as: "inventory.tags", merging: .perMember(), isolation: underLock)
+try relay.replicate(\.price, of: inventory, as: "inventory.price", isolation: underLock)
 
 let router = Router()
 router.get("items") { _, _ in
@@ -97,7 +100,7 @@ router.put("price") { request, _ in
     return HTTPResponse.Status.noContent
 }
 router.get("ready") { _, _ in
-    relay.isListening ? HTTPResponse.Status.ok : .serviceUnavailable
+    relay.isReady ? HTTPResponse.Status.ok : .serviceUnavailable
 }
 router.get("events") { _, _ in
     // Observed under the lock, so each sequence's first element, the current value, is read
@@ -133,7 +136,7 @@ var app = Application(
     router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
 app.beforeServerStarts {
     // No request is served before the relay listens and has loaded the current values.
-    try await cancelWhenGracefulShutdown { try await relay.waitUntilListening() }
+    try await cancelWhenGracefulShutdown { try await relay.waitUntilReady() }
 }
 // Shut down in reverse order: the server first (no more writes), the relay last (it sends
 // what the last requests queued).
