@@ -12,6 +12,8 @@
 # 10 s with its queue sent; A started again holds what B holds, including what B wrote while A
 # was down; both stop gracefully and leave no process and no port behind.
 # SERVICE_EXAMPLE_N (default 500) scales the counts; a quick run: SERVICE_EXAMPLE_N=50.
+# SERVICE_EXAMPLE_SANITIZE=thread builds the example under ThreadSanitizer instead (in
+# examples/InventoryService/.build-tsan) and fails on any report from either instance.
 # Uses bash, coreutils and curl only. Prints "N passed, N failed" last; exits 1 on any failure.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +22,14 @@ swift=${SWIFT:-swift}
 n=${SERVICE_EXAMPLE_N:-500}
 [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "SERVICE_EXAMPLE_N must be a positive integer"; exit 2; }
 z_each=$((n / 5))   # z: n/5 to each instance, 2n/5 in all
+build=(--package-path "$package")
+case ${SERVICE_EXAMPLE_SANITIZE:-} in
+    "") ;;
+    thread)
+        build+=(--sanitize=thread --scratch-path "$package/.build-tsan")
+        export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ;;
+    *) echo "SERVICE_EXAMPLE_SANITIZE must be empty or thread"; exit 2 ;;
+esac
 export PGSSLMODE=${PGSSLMODE:-disable}
 : "${PGHOST:?PGHOST is not set (make service-example sets it)}" "${PGPORT:?PGPORT is not set}"
 
@@ -67,13 +77,13 @@ else
 fi
 
 # --- build, once ---------------------------------------------------------------------------
-echo "== build: swift build --package-path examples/InventoryService (its own .build folder)"
+echo "== build: swift build ${build[*]#"$root/"} (a build folder of its own)"
 build_started=$(date +%s)
-if ! "$swift" build --package-path "$package" > "$work/build.log" 2>&1; then
+if ! "$swift" build "${build[@]}" > "$work/build.log" 2>&1; then
     tail -60 "$work/build.log"
     die "the example did not build"
 fi
-binary=$("$swift" build --package-path "$package" --show-bin-path)/InventoryService
+binary=$("$swift" build "${build[@]}" --show-bin-path)/InventoryService
 if grep -E "^$package/Sources/.*warning:" "$work/build.log"; then
     fail "the example builds with warnings (above)"
 else
@@ -311,3 +321,8 @@ pid=()
 leftover=""
 for name in A B; do listening "${port[$name]}" && leftover+=" ${port[$name]}"; done
 [[ -z $leftover ]] && ok "no instance, SSE client or port left behind" || fail "ports still listening:$leftover"
+if [[ -n ${SERVICE_EXAMPLE_SANITIZE:-} ]]; then
+    reports=$(grep -l "WARNING: ThreadSanitizer" "$work"/A.log "$work"/A2.log "$work"/B.log 2> /dev/null || true)
+    [[ -z $reports ]] && ok "ThreadSanitizer reported nothing in either instance" \
+        || fail "ThreadSanitizer reported in: $(basename -a $reports | tr '\n' ' ')"
+fi
