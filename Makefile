@@ -57,6 +57,7 @@ help:
 	@echo "make relay-fuzz   RELAY_FUZZ_SECONDS=60: hostile input through the relay's receive path (RELAY_FUZZ_SEED=)"
 	@echo "make relay-example  the README's two-terminal example, scripted (two processes, one server)"
 	@echo "make consumer-check  an outside package naming this one by file:// URL, with and without the trait Relay"
+	@echo "make service-example  examples/InventoryService (Hummingbird 2): two instances, concurrent writes, SSE, SIGTERM (SERVICE_EXAMPLE_N=500)"
 	@echo "make docs     the DocC catalogs (SwiftKVO, SwiftKVORelay, SwiftKVOMetrics) as static sites, warnings as errors"
 	@echo "make pg-start | pg-stop   the private PostgreSQL cluster on 127.0.0.1:$(PG_PORT)"
 
@@ -321,7 +322,8 @@ RELAY_ENV     := PGHOST=127.0.0.1 PGPORT=$(PG_PORT) PGUSER=postgres PGDATABASE=p
 	RELAY_PG_STOP="$(MAKE) --no-print-directory -C $(CURDIR) pg-stop" \
 	RELAY_PG_START="$(MAKE) --no-print-directory -C $(CURDIR) pg-start"
 
-.PHONY: pg-install pg-start pg-stop relay-build relay-test relay-tsan relay-bench relay-fuzz relay-example relay-clean consumer-check
+.PHONY: pg-install pg-start pg-stop relay-build relay-test relay-tsan relay-bench relay-fuzz relay-example relay-clean consumer-check \
+	service-example
 
 pg-install:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
@@ -400,6 +402,19 @@ relay-example: relay-build
 	@$(RELAY_ENV) scripts/relay-example.sh $(CURDIR)/.build-relay/debug/RelayExample; status=$$?; \
 		$(MAKE) --no-print-directory pg-stop; exit $$status
 
+# examples/InventoryService: a Hummingbird 2 service, a package of its own that names this one by
+# path with the traits Relay and Macros (so no user of SwiftKVO fetches Hummingbird), built once in
+# its own examples/InventoryService/.build. Two instances against the private server: concurrent
+# writes to both must converge with no update lost, an SSE client must see the other's changes,
+# SIGTERM must not wait for an open stream, a restarted instance must load what the other holds
+# (scripts/service-example.sh). SERVICE_EXAMPLE_N scales the writes (500: 1,200 POSTs).
+SERVICE_EXAMPLE_N ?= 500
+service-example: deps
+	@$(MAKE) --no-print-directory pg-start
+	@echo "== service example: two instances of examples/InventoryService"
+	@$(RELAY_ENV) SERVICE_EXAMPLE_N=$(SERVICE_EXAMPLE_N) SWIFT=$(SWIFT) scripts/service-example.sh; status=$$?; \
+		$(MAKE) --no-print-directory pg-stop; exit $$status
+
 # A package outside the repository that names a file:// clone of it by URL: with the trait
 # Relay it builds and runs the relay example against the private server; without it, its
 # build log must show no PostgresNIO, swift-nio, BoringSSL or swift-metrics (scripts/consumer-check.sh).
@@ -432,4 +447,4 @@ docs: deps
 
 relay-clean:
 	@-$(MAKE) --no-print-directory pg-stop
-	rm -rf .build-relay $(PG_SOCKETS)
+	rm -rf .build-relay $(PG_SOCKETS) examples/InventoryService/.build
