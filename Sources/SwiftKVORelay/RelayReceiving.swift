@@ -1,0 +1,326 @@
+#if Relay
+import Foundation
+import SwiftKVO
+
+// Receiving: every message from the broker is checked before anything in it
+// is trusted, tracked per sender (sequence, incarnation), and delivered —
+// a post on the hub, a property entry merged under its replication's
+// isolation — or dropped and counted.
+
+extension Relay {
+    enum Reason: String {
+        case malformed, unknownName, wrongType, oversized, duplicate, stale, futureStamp, untracked, ownID
+        case unsigned, badSignature, replayed
+    }
+
+    func drop(_ reason: Reason, _ instance: String? = nil) {
+        state.withLock { state in
+            switch reason {
+            case .malformed: state.statistics.droppedMalformed.addSaturating(1)
+            case .unknownName: state.statistics.droppedUnknownName.addSaturating(1)
+            case .wrongType: state.statistics.droppedWrongType.addSaturating(1)
+            case .oversized: state.statistics.droppedOversized.addSaturating(1)
+            case .duplicate: state.statistics.droppedDuplicate.addSaturating(1)
+            case .stale: state.statistics.droppedStale.addSaturating(1)
+            case .futureStamp: state.statistics.droppedFutureStamp.addSaturating(1)
+            case .untracked: state.statistics.droppedUntracked.addSaturating(1)
+            case .ownID: state.statistics.droppedOwnID.addSaturating(1)
+            case .unsigned: state.statistics.droppedUnsigned.addSaturating(1)
+            case .badSignature: state.statistics.droppedBadSignature.addSaturating(1)
+            case .replayed: state.statistics.droppedReplayed.addSaturating(1)
+            }
+        }
+        // Identifiers from the wire are metadata values, escaped: never part of the message.
+        configuration.logger.debug(
+            "relay dropped a message",
+            metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance.map(Wire.loggable) ?? "?")"])
+    }
+
+    /// `payload` as a message, or nil if it is not one (malformed): the wrong
+    /// version, or an instance id that is empty, too long or not printable.
+    func decode(_ payload: String) -> Wire.Incoming? {
+        guard
+            let message = Wire.readPost(payload, registration: registration)
+                ?? (try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8))),
+            message.envelope.v == Wire.version, Wire.isValidInstanceID(message.envelope.o)
+        else { return nil }
+        return message
+    }
+
+    /// One message from the broker (the transport calls it, one at a time).
+    /// Nothing in it is trusted before it decoded; an own message, which the
+    /// broker delivers back to its sender, is told by its first bytes and a
+    /// hash of what was sent, and skipped without decoding.
+    ///
+    /// A message moves its sender's sequence only once its envelope
+    /// validated, and by at most ``RelayConfiguration/maximumSequenceJump``;
+    /// only a message that validated entirely (a registered name, a body of
+    /// its types, a stamp within the clock skew) may start a new incarnation.
+    ///
+    /// A property entry is applied here, under its replication's isolation,
+    /// unless that is an actor: then what to await is returned.
+    package func receive(_ payload: String) -> (@Sendable () async -> Void)? {
+        guard payload.utf8.count <= configuration.transport.maximumPayloadBytes else {
+            drop(.oversized)
+            return nil
+        }
+        if payload.utf8.starts(with: wirePrefix.utf8),
+            state.withLock({ $0.echoes.remove(payload.hashValue) != nil })
+        {
+            state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
+            return nil
+        }
+        var payload = payload
+        if let signing = configuration.signing {
+            switch signing.verify(payload) {
+            case .unsigned:
+                drop(.unsigned)
+                return nil
+            case .wronglySigned:
+                drop(.badSignature)
+                return nil
+            case .valid(let message): payload = message
+            }
+        }
+        guard let message = decode(payload) else {
+            drop(.malformed)
+            return nil
+        }
+        let envelope = message.envelope
+        if let signing = configuration.signing {
+            // Signed, so the send time is the sender's: bounded on both sides.
+            let now = Self.wallClockMicroseconds() / 1000
+            let age = UInt64(clamping: signing.maximumMessageAge.components.seconds) * 1000
+            let skew = UInt64(clamping: configuration.maximumClockSkew.components.seconds) * 1000
+            guard let sent = envelope.w, sent >= now - min(now, age), sent - min(sent, skew) <= now else {
+                drop(.replayed, envelope.o)
+                return nil
+            }
+        }
+        let instance = envelope.o
+        if instance == configuration.instanceID {
+            // A resend's second echo (or a copy of one), or another relay with this id.
+            guard envelope.i == incarnation else {
+                configuration.logger.warning(
+                    "relay received a message with its own instance id from another incarnation",
+                    metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
+                drop(.ownID, instance)
+                return nil
+            }
+            state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
+            return nil
+        }
+        let invalid: Reason?
+        switch message.body {
+        case .unknownName: invalid = .unknownName
+        case .wrongType: invalid = .wrongType
+        case .set(_, _, let stamp, _) where stamp > stampHorizon: invalid = .futureStamp
+        case .set, .post: invalid = nil
+        }
+        let now = ContinuousClock.now
+        let tracked = state.withLock { state in
+            Self.track(envelope, validated: invalid == nil, now: now, in: &state, configuration: configuration)
+        }
+        switch tracked {
+        case .duplicate:
+            drop(.duplicate, instance)
+            return nil
+        case .replayed:
+            drop(.replayed, instance)
+            return nil
+        case .refused:
+            drop(.untracked, instance)
+            return nil
+        case .ignored:
+            drop(invalid ?? .malformed, instance)
+            return nil
+        case .new(let report):
+            if let report { resynchronize(report) }
+        }
+        if let invalid {
+            drop(invalid, instance)
+            return nil
+        }
+        switch message.body {
+        case .unknownName, .wrongType:
+            break
+        case .post(let name, var userInfo):
+            userInfo[RelayOrigin.userInfoKey] = RelayOrigin.remote(instance: instance)
+            state.withLock { $0.statistics.delivered.addSaturating(1) }
+            NotificationHub.default.post(name: name, object: self, userInfo: userInfo)
+        case .set(let replication, let entry, let stamp, let value):
+            let writer = Writer(id: instance, incarnation: envelope.i)
+            let apply: @Sendable () -> Void = {
+                switch replication.applyRemote(value, entry: entry, stamp: stamp, from: writer, relay: self) {
+                case .applied: self.state.withLock { $0.statistics.delivered.addSaturating(1) }
+                case .stale: self.drop(.stale, instance)
+                case .wrongType: self.drop(.wrongType, instance)
+                case .gone:
+                    self.stopReplicating(replication.name)
+                    self.drop(.unknownName, instance)
+                }
+            }
+            if !replication.isolation.runSynchronously(apply) { return { await replication.isolation.run(apply) } }
+        }
+        return nil
+    }
+
+    /// A resynchronization owed to the application for one instance.
+    struct Report {
+        let instance: String
+        let missed: Int
+        let restarted: Bool
+    }
+
+    /// Posts ``resynchronize`` for `report`, after loading the replicated
+    /// values if the relay keeps state and replicates any.
+    func resynchronize(_ report: Report) {
+        let loads = state.withLock { state in
+            guard Self.keepsState(state, configuration), !state.replications.isEmpty else { return false }
+            state.stateRequest.reports.append(report)
+            return true
+        }
+        if loads { ringLoader.yield() } else { postReport(report, updated: []) }
+    }
+
+    /// Posts ``resynchronize`` for `report` with the names a load brought up
+    /// to date, and logs it (one warning each).
+    func postReport(_ report: Report, updated: [String]) {
+        state.withLock { $0.statistics.resynchronizations.addSaturating(1) }
+        var userInfo: [String: any Sendable] = ["instance": report.instance, "updated": updated]
+        if report.missed > 0 {
+            userInfo["reason"] = "missed"
+            userInfo["missed"] = report.missed
+            userInfo["restarted"] = report.restarted
+            configuration.logger.warning(
+                "relay missed messages",
+                metadata: [
+                    "instance": "\(Wire.loggable(report.instance))", "missed": "\(report.missed)",
+                    "restarted": "\(report.restarted)",
+                ])
+        } else {
+            userInfo["reason"] = "restarted"
+            configuration.logger.warning(
+                "relay heard a restarted instance", metadata: ["instance": "\(Wire.loggable(report.instance))"])
+        }
+        postResynchronize(userInfo)
+    }
+
+    /// Posts the coalesced resynchronizations whose instance's interval is over at `now`.
+    package func flushResynchronizations(now: ContinuousClock.Instant) {
+        let interval = configuration.resynchronizationInterval
+        let reports = state.withLock { state -> [Report] in
+            var reports: [Report] = []
+            for id in state.pendingResynchronizations {
+                guard let index = state.instances.index(of: id) else {
+                    state.pendingResynchronizations.remove(id)
+                    continue
+                }
+                var entry = state.instances[index]
+                if let last = entry.lastResynchronized, now - last < interval { continue }
+                reports.append(Report(instance: id, missed: entry.pendingMissed, restarted: entry.pendingRestart))
+                entry.pendingMissed = 0
+                entry.pendingRestart = false
+                entry.lastResynchronized = now
+                state.instances[index] = entry
+                state.pendingResynchronizations.remove(id)
+            }
+            return reports
+        }
+        for report in reports { resynchronize(report) }
+    }
+
+    /// Looks names up while a message decodes, so it is decoded once.
+    var resolver: Wire.Resolver {
+        Wire.Resolver { [weak self] kind, name in self?.registration(kind, name) }
+    }
+
+    /// What `name` is registered as for messages of `kind`, if anything.
+    func registration(_ kind: Wire.Kind, _ name: String) -> Wire.Registration? {
+        state.withLock { state in
+            switch kind {
+            case .post: state.bridges[name].map { .bridge($0.name, $0.schema) }
+            case .set: state.replications[name].map { .replication($0) }
+            }
+        }
+    }
+    enum Tracked {
+        /// Not seen before: deliver it, after posting the resynchronization if any.
+        case new(Report?)
+        case duplicate
+        /// Signed, but from an incarnation sent before the latest one heard.
+        case replayed
+        /// A new id while the table is full of instances still sending.
+        case refused
+        /// Not tracked: it did not validate, and would have started a new
+        /// sequence (a new id, a new incarnation, or a jump beyond the bound).
+        case ignored
+    }
+
+    /// Records `envelope`'s sequence number for its instance and says what to
+    /// do with the message. `validated`: the whole message validated, not
+    /// only its envelope. Gaps and restarts are reported at most once per
+    /// ``RelayConfiguration/resynchronizationInterval`` per instance; in
+    /// between they are summed and left for ``flushResynchronizations(now:)``.
+    static func track(
+        _ envelope: Wire.Envelope, validated: Bool, now: ContinuousClock.Instant, in state: inout State,
+        configuration: RelayConfiguration
+    ) -> Tracked {
+        let instance = envelope.o
+        guard let index = state.instances.index(of: instance) else {
+            guard validated else { return .ignored }
+            guard
+                let inserted = state.instances.insert(
+                    instance, incarnation: envelope.i, sequence: envelope.s, now: now)
+            else { return .refused }
+            if configuration.signing != nil { state.instances[inserted].sent = envelope.w ?? 0 }
+            return .new(nil)
+        }
+        var entry = state.instances[index]
+        let bound = configuration.maximumSequenceJump
+        var missed = 0
+        var restarted = false
+        if envelope.i != entry.incarnation {
+            guard validated else { return .ignored }
+            // A signed message of another incarnation sent before the latest
+            // one heard: an old incarnation's message, replayed.
+            if configuration.signing != nil, let sent = envelope.w, sent < entry.sent { return .replayed }
+            restarted = true
+        } else if envelope.s > entry.sequence {
+            let jump = envelope.s - entry.sequence
+            if jump > bound {
+                guard validated else { return .ignored }
+                restarted = true
+            } else {
+                missed = Int(jump - 1)  // at most the bound
+            }
+        } else {
+            // Back by more than any resend reaches: the instance after a forged jump.
+            guard entry.sequence - envelope.s > bound, validated else { return .duplicate }
+            restarted = true
+        }
+        entry.incarnation = envelope.i
+        entry.sequence = envelope.s
+        if configuration.signing != nil { entry.sent = max(entry.sent, envelope.w ?? 0) }
+        var report: Report?
+        if missed > 0 || restarted {
+            state.statistics.missed.addSaturating(missed)
+            entry.pendingMissed.addSaturating(missed)
+            entry.pendingRestart = entry.pendingRestart || restarted
+            if let last = entry.lastResynchronized, now - last < configuration.resynchronizationInterval {
+                state.pendingResynchronizations.insert(instance)
+                state.statistics.resynchronizationsCoalesced.addSaturating(1)
+            } else {
+                report = Report(instance: instance, missed: entry.pendingMissed, restarted: entry.pendingRestart)
+                entry.pendingMissed = 0
+                entry.pendingRestart = false
+                entry.lastResynchronized = now
+                state.pendingResynchronizations.remove(instance)
+            }
+        }
+        state.instances[index] = entry
+        state.instances.touch(index, now: now)
+        return .new(report)
+    }
+}
+#endif
