@@ -60,39 +60,8 @@ public struct ObservedArray<Element> {
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, [Element]>,
         storage storageKeyPath: ReferenceWritableKeyPath<Object, ObservedArray<Element>>
     ) -> [Element] {
-        // Always inlined so the key paths fold into field accesses; see Observed.
-        @inline(__always) get {
-            if Probe.isActive {
-                Probe.record(
-                    object, storage: Self.self, state: object[keyPath: storageKeyPath].state,
-                    offset: { Engine.offset(of: storageKeyPath, in: object) },
-                    keyPath: { wrappedKeyPath })
-            }
-            if Object.isObservationBridged { ObservationBridge.make(.access, object, { wrappedKeyPath }) }
-            return object[keyPath: storageKeyPath].storage
-        }
-        @inline(__always) set {
-            let state = object[keyPath: storageKeyPath].state
-            if Object.isObservationBridged {
-                ObservationBridge.make(.willSet, object, { wrappedKeyPath })
-                notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
-                ObservationBridge.make(.didSet, object, { wrappedKeyPath })
-                return
-            }
-            // Fast path: resolved, automatic, no dependents, nobody observing
-            // the key on any object (the key's probe: one load, no call).
-            // Kept this small so that it inlines into loops; an object never
-            // observed is told apart in the slow path.
-            if state & SetterState.flags == SetterState.resolved,
-                !Engine.hasObservers(SetterState.probe(state))
-            {
-                object[keyPath: storageKeyPath].storage = newValue
-                return
-            }
-            // The wrapper's offset folds to a constant; the slow path is
-            // outlined so the fast path needs no stack frame.
-            notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
-        }
+        @inline(__always) get { Self.value(in: object, wrapped: wrappedKeyPath, storage: storageKeyPath) }
+        @inline(__always) set { Self.assign(newValue, in: object, wrapped: wrappedKeyPath, storage: storageKeyPath) }
     }
 }
 

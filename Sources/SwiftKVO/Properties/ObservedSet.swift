@@ -62,33 +62,8 @@ public struct ObservedSet<Element: Hashable> {
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Set<Element>>,
         storage storageKeyPath: ReferenceWritableKeyPath<Object, ObservedSet<Element>>
     ) -> Set<Element> {
-        // Always inlined so the key paths fold into field accesses; see Observed.
-        @inline(__always) get {
-            if Probe.isActive {
-                Probe.record(
-                    object, storage: Self.self, state: object[keyPath: storageKeyPath].state,
-                    offset: { Engine.offset(of: storageKeyPath, in: object) },
-                    keyPath: { wrappedKeyPath })
-            }
-            if Object.isObservationBridged { ObservationBridge.make(.access, object, { wrappedKeyPath }) }
-            return object[keyPath: storageKeyPath].storage
-        }
-        @inline(__always) set {
-            let state = object[keyPath: storageKeyPath].state
-            if Object.isObservationBridged {
-                ObservationBridge.make(.willSet, object, { wrappedKeyPath })
-                notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
-                ObservationBridge.make(.didSet, object, { wrappedKeyPath })
-                return
-            }
-            if state & SetterState.flags == SetterState.resolved,
-                !Engine.hasObservers(SetterState.probe(state))
-            {
-                object[keyPath: storageKeyPath].storage = newValue
-                return
-            }
-            notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
-        }
+        @inline(__always) get { Self.value(in: object, wrapped: wrappedKeyPath, storage: storageKeyPath) }
+        @inline(__always) set { Self.assign(newValue, in: object, wrapped: wrappedKeyPath, storage: storageKeyPath) }
     }
 }
 
