@@ -1,58 +1,17 @@
 import Foundation
 import Testing
+
 @testable import SwiftKVO
 
-/// A generic observable class with a wrapper of each kind, to resolve.
-private final class Crate<Element: Hashable & Sendable>: KeyValueObservable, @unchecked Sendable {
-    let kvoRegistrar = KVORegistrar()
-    @Observed var label = ""
-    @Observed var first: Element
-    @ObservedArray var items: [Element] = []
-    @ObservedSet var tags: Set<Element> = []
-    init(_ first: Element) { self.first = first }
-}
-
-/// A subclass adding wrappers to an observable base with its own.
-private class Vessel: KeyValueObservable, @unchecked Sendable {
-    let kvoRegistrar = KVORegistrar()
-    @Observed var name = ""
-    @Observed var load = 0
-    class var observableKeyPaths: [String: AnyKeyPath] { ["name": \Vessel.name, "load": \Vessel.load] }
-}
-
-private final class Tanker: Vessel, @unchecked Sendable {
-    @Observed var fuel = 0.0
-    @ObservedArray var ports: [String] = []
-    override class var observableKeyPaths: [String: AnyKeyPath] {
-        ["name": \Tanker.name, "load": \Tanker.load, "fuel": \Tanker.fuel, "ports": \Tanker.ports]
-    }
-}
-
-/// A two-link chain whose wrappers are never set (their setter state stays
-/// unresolved, so every probe of a fresh object computes their offsets).
-private final class Hold: KeyValueObservable, @unchecked Sendable {
-    let kvoRegistrar = KVORegistrar()
-    @Observed var count = 0
-    @Observed var label = ""
-}
-
-private final class Ship: KeyValueObservable, @unchecked Sendable {
-    let kvoRegistrar = KVORegistrar()
-    @Observed var hold = Hold()
-    @Observed var flag = 0
-}
-
-/// Attacks on the hub's observer table (shrinking, lookup of a registration
-/// under its observer's address, reused addresses) and on the key path
-/// probe's first resolution from several threads at once. Serialized, and
-/// no test holds more than a few hundred observers at once: the table is
-/// process-wide, and observers held here would keep it from shrinking, and
-/// from purging dead observers soon, for the tests of other suites running
-/// meanwhile (NotificationHubTests'). The table still grows past the size
-/// below which it never shrinks (96), so every test here shrinks it.
-@Suite(.serialized) struct HubTableAttackTests {
+/// The hub's observer table: shrinking, lookup of a registration under its observer's address,
+/// reused addresses. Serialized, and no test holds more than a few hundred observers at once:
+/// the table is process-wide, and observers held here would keep it from shrinking, and from
+/// purging dead observers soon, for the tests of other suites running meanwhile
+/// (NotificationHubTests'). The table still grows past the size below which it never shrinks
+/// (96), so every test here shrinks it.
+@Suite(.serialized) struct HubTableTests {
     private func uniqueName(_ suffix: String = "", _ function: String = #function) -> NotificationHub.Name {
-        NotificationHub.Name("test.attack.\(function).\(suffix)")
+        NotificationHub.Name("test.hubTable.\(function).\(suffix)")
     }
 
     /// The table gave room back since `peak`, unless observers of other
@@ -64,8 +23,6 @@ private final class Ship: KeyValueObservable, @unchecked Sendable {
         guard peak < ours * 3 else { return }
         #expect(NotificationHub.tableOccupancy.capacity < peak, "the table did not shrink", sourceLocation: sourceLocation)
     }
-
-    // MARK: Reused addresses
 
     /// A dead observer's registration, removed by registration after a new
     /// observer at its address registered, is "not found" and leaves every
@@ -144,8 +101,6 @@ private final class Ship: KeyValueObservable, @unchecked Sendable {
         }
         #expect(reused > 0 || getenv("SWIFTKVO_SANITIZER") != nil, "no address was reused")
     }
-
-    // MARK: Partial removals, shrinking
 
     /// Many observers with several registrations each: removals by name and
     /// sender, then by registration, then by observer, each count exactly
@@ -229,8 +184,6 @@ private final class Ship: KeyValueObservable, @unchecked Sendable {
         }
         #expect(liveObservations(of: name) == 0)
     }
-
-    // MARK: Concurrency
 
     /// Each registration removed from two threads by registration and from a
     /// third by its observer (by name, or whole) while other threads add and
@@ -365,166 +318,5 @@ private final class Ship: KeyValueObservable, @unchecked Sendable {
             #expect(hub.registrations(of: observer).isEmpty)
             #expect(hub.removeObserver(observer) == 0)
         }
-    }
-
-    // MARK: First resolution from several threads
-
-    /// Eight threads first resolving key paths of one object at once (each
-    /// wrapper kind, a generic class, a subclass's own and inherited
-    /// wrappers) all get working observations: one change reaches each once.
-    @Test func firstResolutionFromEightThreadsOfOneObjectGivesEachAWorkingObservation() throws {
-        for round in 0..<20 {
-            let crate = Crate<Int>(round)
-            let tanker = Tanker()
-            let counters = (0..<8).map { _ in (0..<8).map { _ in Counter() } }
-            let tokens = LockedState<[ObservationToken]>([])
-            runConcurrently(8) { thread in
-                let c = counters[thread]
-                var mine: [ObservationToken] = []
-                // Every thread resolves every key path, in a thread-dependent order.
-                let steps: [() throws -> ObservationToken] = [
-                    { try crate.observe(\.label) { _, _ in c[0].increment() } },
-                    { try crate.observe(\.first) { _, _ in c[1].increment() } },
-                    { try crate.observe(\.items) { _, _ in c[2].increment() } },
-                    { try crate.observe(\.tags) { _, _ in c[3].increment() } },
-                    { try tanker.observe(\.name) { _, _ in c[4].increment() } },
-                    { try tanker.observe(\.load) { _, _ in c[5].increment() } },
-                    { try tanker.observe(\.fuel) { _, _ in c[6].increment() } },
-                    { try tanker.observe(\.ports) { _, _ in c[7].increment() } },
-                ]
-                for step in 0..<steps.count {
-                    if let token = try? steps[(step + thread) % steps.count]() { mine.append(token) }
-                }
-                tokens.withLock { $0 += mine }
-            }
-            #expect(tokens.withLock { $0.count } == 64)
-            crate.label = "x"
-            crate.first += 1
-            crate.items.append(1)
-            crate.tags.insert(1)
-            tanker.name = "t"
-            tanker.load = 1
-            tanker.fuel = 1
-            tanker.ports.append("p")
-            #expect(counters.flatMap { $0.map(\.count) } == Array(repeating: 1, count: 64))
-            tokens.withLock { $0.forEach { $0.invalidate() } }
-        }
-    }
-
-    /// Observing by name from seven threads at once, the first resolution
-    /// of each key of one object, beside a thread reading the same
-    /// properties plainly: the reads see the values, and one change reaches
-    /// each observation once. (Under ThreadSanitizer this also checks that
-    /// threads probing one object never take their modifying accesses to a
-    /// wrapper at once.)
-    @Test func firstObservationsByNameFromSevenThreadsBesideAPlainReaderEachWork() throws {
-        let wrong = Counter()
-        for round in 0..<30 {
-            let account = Account(name: "n\(round)")
-            let tanker = Tanker()
-            let fired = Counter()
-            let tokens = LockedState<[ObservationToken]>([])
-            runConcurrently(8) { thread in
-                if thread == 7 {
-                    // A plain reader: no key path resolution.
-                    for _ in 0..<300 where account.name != "n\(round)" || tanker.load != 0 || tanker.fuel != 0 {
-                        wrong.increment()
-                    }
-                    return
-                }
-                var mine: [ObservationToken] = []
-                for key in ["name", "balance"] {
-                    if let token = try? account.observe(keyPath: key, changeHandler: { _, _ in fired.increment() }) {
-                        mine.append(token)
-                    }
-                }
-                for key in ["load", "fuel", "ports", "name"] {
-                    if let token = try? tanker.observe(keyPath: key, changeHandler: { _, _ in fired.increment() }) {
-                        mine.append(token)
-                    }
-                }
-                if (try? account.value(forKeyPath: "name")) as? String != "n\(round)" { wrong.increment() }
-                tokens.withLock { $0 += mine }
-            }
-            #expect(tokens.withLock { $0.count } == 7 * 6)
-            account.name = "changed"
-            account.balance = 1
-            tanker.load = 1
-            tanker.fuel = 1
-            tanker.ports.append("p")
-            tanker.name = "t"
-            #expect(fired.count == 7 * 6)
-            tokens.withLock { $0.forEach { $0.invalidate() } }
-        }
-        #expect(wrong.count == 0)
-    }
-
-    /// Observing a chain probes the objects along it on every registration:
-    /// a thread observing `\.hold.count` of many fresh ships while another
-    /// reads the same properties plainly. Both see the right values and
-    /// every observation works. (Under ThreadSanitizer: the two observing
-    /// threads probe the same fresh objects, and their modifying accesses to
-    /// a wrapper must never overlap.)
-    @Test func chainRegistrationsBesideAPlainReaderOfTheSameObjectsWork() throws {
-        let ships = (0..<300).map { _ in Ship() }
-        let fired = Counter()
-        let wrong = Counter()
-        let tokens = LockedState<[ObservationToken]>([])
-        runConcurrently(3) { thread in
-            for ship in ships {
-                switch thread {
-                case 0:
-                    if let token = try? ship.observe(\.hold.count, changeHandler: { _, _ in fired.increment() }) {
-                        tokens.withLock { $0.append(token) }
-                    } else {
-                        wrong.increment()
-                    }
-                case 1:
-                    if let token = try? ship.observe(\.hold.label, changeHandler: { _, _ in fired.increment() }) {
-                        tokens.withLock { $0.append(token) }
-                    } else {
-                        wrong.increment()
-                    }
-                default:
-                    for _ in 0..<3 where ship.hold.count != 0 || ship.hold.label != "" || ship.flag != 0 {
-                        wrong.increment()
-                    }
-                }
-            }
-        }
-        for ship in ships {
-            ship.hold.count = 1
-            ship.hold.label = "x"
-        }
-        #expect(wrong.count == 0)
-        #expect(fired.count == ships.count * 2)
-        tokens.withLock { $0.forEach { $0.invalidate() } }
-    }
-
-    /// A thread first resolving `\.name` of each of many fresh objects while
-    /// another reads `name` of the same objects: both see the value, and the
-    /// observation works.
-    @Test func firstResolutionBesideAPlainReaderOfTheSameObjectWorks() throws {
-        let accounts = (0..<400).map { Account(name: "a\($0)") }
-        let fired = Counter()
-        let wrong = Counter()
-        let tokens = LockedState<[ObservationToken]>([])
-        runConcurrently(2) { thread in
-            for (index, account) in accounts.enumerated() {
-                if thread == 0 {
-                    if let token = try? account.observe(\.name, changeHandler: { _, _ in fired.increment() }) {
-                        tokens.withLock { $0.append(token) }
-                    } else {
-                        wrong.increment()
-                    }
-                } else if account.name != "a\(index)" {
-                    wrong.increment()
-                }
-            }
-        }
-        for account in accounts { account.name += "!" }
-        #expect(wrong.count == 0)
-        #expect(fired.count == accounts.count)
-        tokens.withLock { $0.forEach { $0.invalidate() } }
     }
 }

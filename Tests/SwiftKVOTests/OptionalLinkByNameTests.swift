@@ -1,11 +1,11 @@
+// A dotted name through optional links ("wallet.spare.balance") is the typed optional chain:
+// the same values and refusals, one controller entry whatever the spelling, and no name traps.
+
 import Foundation
 import Synchronization
 import Testing
-@testable import SwiftKVO
 
-// Observing by name through optional links, attacked: nested links, links
-// replaced from other threads, subclasses, generic classes, optional leaves,
-// malformed names, controllers spelling one chain several ways.
+@testable import SwiftKVO
 
 final class OlWallet: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
@@ -81,7 +81,7 @@ private func text<Value>(_ change: ObservedChange<Value>) -> String {
     "\(change.isPrior) \(String(reflecting: change.oldValue))→\(String(reflecting: change.newValue))"
 }
 
-@Suite struct OptionalLinkAttackTests {
+@Suite struct OptionalLinkByNameTests {
     static let all: ObservingOptions = [.initial, .old, .new, .prior]
 
     @Test func threeOptionalLinksDeepByNameIsTheTypedChain() throws {
@@ -569,5 +569,3 @@ private func text<Value>(_ change: ObservedChange<Value>) -> String {
         #expect(log.values.count == 3, "\(log.values)")
     }
 }
-
-
