@@ -1,7 +1,5 @@
-//
-// ControllerObservation.swift — the box a KVOController registers: it calls
-// the block with the observer while the observer lives, and removes itself
-// (deferred, lock-free) once it finds the observer gone.
+// The box a KVOController registers: it calls the block with the observer while the observer
+// lives, and removes itself (deferred, lock-free) once it finds the observer gone.
 
 extension Deliveries {
     /// A box calling `block(observer, object, change)` while the observer lives.

@@ -1,7 +1,5 @@
-//
-// KVOControllerRecords.swift — what a KVOController observes: a record per
-// observed object, an entry per observed key, filed under the controller's
-// lock; and how an entry taken out of the table is removed after the lock.
+// What a KVOController observes: a record per observed object, an entry per observed key, filed
+// under the controller's lock; and how an entry taken out of the table is removed after the lock.
 
 import Synchronization
 

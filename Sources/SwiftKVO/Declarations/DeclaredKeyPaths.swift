@@ -1,23 +1,8 @@
-//
-// DeclaredKeyPaths.swift — a class's observable properties' own key paths,
-// known from its name table without evaluating anything.
-//
-// A key path component names its accessor only by the address of a thunk,
-// and an optimized build gives each key path literal thunks of its own, so
-// addresses cannot tell which component is which property. Key path `==`
-// can: it compares the components' identities. A class whose
-// `observableKeyPaths` names every one of its observable properties (as
-// `@KeyValueObservable` writes it) declares their key paths: each entry
-// `"balance": \Wallet.balance` whose name is a declared `@Observed`/
-// `@ObservedArray`/`@ObservedSet` field and whose value type is that field's.
-// A one-link key path of such a class equal to none of them is no observable
-// property of it (a computed property, a subscript), and is refused before
-// any getter runs.
-//
-// The table counts only when it is complete (every declared property named).
-// An overridden getter is a key path of its own, which no inherited entry
-// equals: ObservableComponents.swift adds the override's identity, read from
-// the class's vtable.
+// A class's observable properties' own key paths, from its name table, without evaluating
+// anything. An optimized build gives each key path literal thunks of its own, so accessor
+// addresses cannot tell properties apart; key path `==` can. The table counts only when complete
+// (every declared property named, with its type); an overridden getter's key path equals no
+// inherited entry, so ObservableComponents.swift adds the override's identity.
 
 enum DeclaredKeyPaths {
     private static let cache = LockedState([ObjectIdentifier: [AnyKeyPath]?]())

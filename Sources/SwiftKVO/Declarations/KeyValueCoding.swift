@@ -1,19 +1,7 @@
-//
-// KeyValueCoding.swift — observable keys by name (SPEC §2 item 19).
-//
-// A name is looked up in the class's table of keys by name
-// (`KeyValueObservable.observableKeyPaths`, written by the macro or by hand)
-// and becomes the typed key path it names; a dotted path ("account.name")
-// composes the key paths of each class along the way. From there everything
-// is the typed API: reading, writing (an assignment through the key path,
-// which notifies exactly as one in code does) and observing (the same
-// resolution, key, order, options and lifetimes as the typed observation,
-// so one removes the other and a controller deduplicates across spellings).
-//
-// A resolved path is cached per (class, path) for the life of the process,
-// and each thread remembers the last few it looked up: a repeated lookup by
-// name costs a few comparisons, a new one a locked dictionary read, and the
-// typed path is untouched.
+// Keys by name (SPEC §2.19). A name is looked up in the class's `observableKeyPaths` and becomes
+// the typed key path it names (a dotted path composes them); from there everything is the typed
+// API, so an observation by name is the typed observation. A resolved path is cached per (class,
+// path) for the life of the process, and each thread remembers its last few lookups.
 
 import Synchronization
 

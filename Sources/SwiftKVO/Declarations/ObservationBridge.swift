@@ -1,20 +1,9 @@
-//
-// ObservationBridge.swift — a SwiftKVO class that Swift's Observation module
-// can observe too (opt-in per class).
-//
-// Swift Observation learns what a `withObservationTracking` closure (or an
-// `Observations` sequence) reads from `ObservationRegistrar.access` calls made
-// by the properties' getters, and tells it of a change from `willSet` /
-// `didSet` calls made by their setters. A bridged class stores an
-// `ObservationRegistrar`, and its `@Observed` / `@ObservedArray` /
-// `@ObservedSet` accessors make those calls. Whether a class is bridged is a
-// static property of its conformance: for every other class it is the
-// constant `false` in the specialized accessors, so they pay nothing (the
-// no-observer setter stays a load and a store; `make perf-check` holds it).
-//
-// One assignment, both systems: Observation's `willSet` first, then SwiftKVO's
-// prior notifications, the store, SwiftKVO's change notifications, then
-// Observation's `didSet` — all on the assigning thread.
+// A SwiftKVO class that Swift's Observation module can observe too (opt-in per class): its
+// wrappers' accessors call the class's `ObservationRegistrar` (`access`, `willSet`, `didSet`).
+// Whether a class is bridged is a static property of its conformance, the constant `false` in the
+// specialized accessors of every other class, so they pay nothing (`make perf-check` holds the
+// no-observer setter). One assignment: Observation's `willSet`, SwiftKVO's prior notifications,
+// the store, SwiftKVO's notifications, Observation's `didSet`, all on the assigning thread.
 
 import Observation
 

@@ -1,34 +1,10 @@
-//
-// PropertyKey.swift — the identity of an `@Observed` / `@ObservedArray`
-// property (SPEC §2 item 17).
-//
-// A property is its declaration: the class that declares it and where that
-// class stores its wrapper (the byte offset the compiler gives the stored
-// property). Both are what the compiler already knows at every access — the
-// wrapper's `_enclosingInstance` accessors receive the declaring class as
-// their `Object` parameter and the storage key path, whose field offset
-// folds to a constant. Two stored properties of one class never share an
-// offset, and a subclass keeps its base class's offsets, so:
-//   - two properties never share a key, whatever built their wrappers;
-//   - one property never has two keys, whichever initializer (or none)
-//     assigned its wrapper;
-//   - `\Derived.name` and `\Base.name` reach the one key of `Base.name`.
-// The engine key's name starts with the declaring class's metatype address
-// and the offset, so two classes that print alike (private or local classes
-// of one name) never share a key either; the class and value type names
-// follow only as a bounded, readable prefix (EngineKeyName.swift), so no
-// declaration — however long its types' names — makes a name the engine
-// refuses.
-//
-// Interning can then fail only when the engine is out of memory. The
-// property still gets its (immortal) `PropertyKey`, with key 0: its setters
-// store without notifying (key 0's probe reads no observers) and never trap,
-// and registering an observation of it throws `KVOError.outOfMemory`
-// (`Engine.observe`).
-//
-// Interning takes the registry's lock only to look up and file entries; the
-// engine is called outside it (`ckvo_key_intern` is a writer call), so no
-// lock of this layer is ever held across a call into the engine.
+// A property's identity (SPEC §2.17) is its declaration: the declaring class and the byte offset
+// of its wrapper, which the compiler knows at every access (the wrapper's accessors get the class
+// as `Object` and a storage key path whose offset folds to a constant). Two stored properties
+// never share an offset and a subclass keeps its base's, so two properties never share a key, one
+// never has two, and `\Derived.name` reaches the key of `Base.name`. Interning fails only out of
+// memory: the property then gets key 0, whose setters store without notifying and whose
+// registrations throw `outOfMemory`. The registry's lock is never held across an engine call.
 
 /// The canonical identity of one `@Observed` / `@ObservedArray` property:
 /// interned once per declaration, never freed. A resolved wrapper's setter

@@ -1,23 +1,11 @@
+// The one place where SwiftKVO calls into CKVOCore: every `ckvo_*` call, status code and pointer
+// handed to or received from C (as swift-system's Syscalls.swift).
 //
-// Engine.swift — the one place where SwiftKVO calls into CKVOCore.
-//
-// Everything that touches a `ckvo_*` function, a status code, an unsafe
-// pointer handed to or received from C lives here (like swift-system's
-// Syscalls.swift). The rest of the Swift layer talks to `Engine`, receives
-// `EngineChange` views and registers `EngineObservation` boxes.
-//
-// Lifetime protocol for a registration:
-//   - `Engine.observe` turns the reference to the box it is handed into the C
-//     context (no count changes): the engine owns that reference from then on.
-//   - the C `release` callback (`releaseTrampoline`) balances it exactly once,
-//     after the observation was removed and a grace period passed in which no
-//     dispatch can still be using the box;
-//   - if `ckvo_observe` fails, the engine never calls `release`, so
-//     `Engine.observe` balances the reference itself.
-// Because the engine keeps the box alive for as long as any dispatch can
-// reach it, the dispatch trampoline borrows the box at +0
-// (`_withUnsafeGuaranteedRef`): no retain/release of a shared object per
-// delivery (notes/peers.md, lesson 2).
+// A registration's box: `Engine.observe` hands the engine the reference it is given, as the C
+// context; `releaseTrampoline` balances it exactly once, after the observation is removed and a
+// grace period has passed; if `ckvo_observe` fails the engine never calls release, and
+// `Engine.observe` balances it. So the dispatch trampoline borrows the box at +0
+// (`_withUnsafeGuaranteedRef`): no retain or release of it per delivery.
 
 import CKVOCore
 import Synchronization

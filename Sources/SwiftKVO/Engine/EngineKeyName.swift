@@ -1,26 +1,12 @@
-//
-// EngineKeyName.swift — the names the Swift layer interns its engine keys
-// under (SPEC §2 item 17: nothing a user can declare makes a property
-// unobservable).
-//
-// The engine caps a key's name at 1,024 bytes. A name built from what a user
-// declares — a class name, a value type, a key path's description — has no
-// such bound: a generic type nested a few levels deep passes it. So a name
-// here starts with a short identity that alone tells keys apart (a metatype
-// address and a field offset, or a serial number), followed by at most a
-// bounded, readable prefix of the declaration for people reading the key
-// table. Every name is at most a few hundred bytes, whatever is declared.
-//
-// The identity comes first and is made of digits ended by ':', so it can be
-// read back from the left whatever the readable part contains: two names are
-// equal only if their identities are.
-//
-// Namespaces (each a distinct prefix, none a prefix of another's names):
-//   swift:<metatype hex>+<offset>:…      a stored @Observed/@ObservedArray property
-//   swift-dependent:<serial>:…            a dependent key (DependentKeys.swift)
-//   notification:<name>                   a notification name that fits
-//   notification-long:<serial>            a longer one (NotificationNameKeys.swift)
-
+// The names the Swift layer interns engine keys under. The engine caps a name at 1,024 bytes and
+// nothing bounds what a user declares, so a name starts with a short identity that alone tells
+// keys apart (digits ended by ':', read back from the left), then at most a bounded readable
+// prefix of the declaration: no declaration makes a property unobservable (SPEC §2.17).
+// Namespaces, none a prefix of another's names:
+//   swift:<metatype hex>+<offset>:…   a stored @Observed/@ObservedArray/@ObservedSet property
+//   swift-dependent:<serial>:…         a dependent key (DependentKeys.swift)
+//   notification:<name>                a notification name that fits
+//   notification-long:<serial>         a longer one (NotificationNameKeys.swift)
 
 /// Builds the engine key names of the Swift layer; see the file comment.
 enum EngineKeyName {

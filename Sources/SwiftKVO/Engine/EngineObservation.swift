@@ -1,9 +1,6 @@
-//
-// EngineObservation.swift — what the engine holds for one Swift
-// observation, and the lifetime protocol of that box (see Engine.swift's
-// header: the engine owns one reference from registration until its release
-// callback, and the dispatch trampoline borrows the box at +0).
-//
+// What the engine holds for one Swift observation, and that box's lifetime (Engine.swift: the
+// engine owns one reference from registration until its release callback; the dispatch
+// trampoline borrows the box at +0).
 
 import Synchronization
 

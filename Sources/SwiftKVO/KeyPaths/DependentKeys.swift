@@ -1,25 +1,10 @@
-//
-// DependentKeys.swift — keys computed from other keys (SPEC §2 item 12).
-//
-// A class declares `dependentKeyPaths` (`\Person.fullName: [\Person.firstName,
-// \Person.lastName]`). Observers of `fullName` observe an engine key of its
-// own. Its sources are checked when it is first observed (each must be an
-// observable property of the class or another dependent key), and what each
-// denotes is filed then. A setter of a class that declares dependent keys
-// (its wrapper state bit `hasDependents`) asks which of those made so far
-// are computed from its key — from the filed sources, never evaluating one —
-// and announces will/did for them around its own change, with their values
-// read before and after, the way Apple KVO does it.
-//
-// Dependencies are transitive, as in Apple KVO: `greeting` declared from
-// `fullName` is announced when `firstName` changes, and when `fullName` is
-// announced manually. A dependent key computed, through other dependent
-// keys, from itself is refused at registration (`KVOError.dependencyCycle`);
-// setters never follow such a cycle.
-//
-// Engine keys are interned outside the lock: a dependent key's name is a
-// function of its declaration, so two threads racing to create one intern
-// the same key.
+// Keys computed from other keys (SPEC §2.12). A dependent key has an engine key of its own; its
+// sources are checked when it is first observed, and what each denotes is filed then. A setter
+// whose state has `hasDependents` asks which keys made so far are computed from its key — from
+// the filed sources, never evaluating one — and announces will/did for them around its change,
+// transitively, as Apple KVO does. A cycle is refused at registration, so setters never follow
+// one. Keys are interned outside the lock: a dependent key's name is a function of its
+// declaration, so threads racing on one declaration intern one key.
 
 import Synchronization
 

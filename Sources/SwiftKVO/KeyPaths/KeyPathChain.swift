@@ -1,31 +1,11 @@
-//
-// KeyPathChain.swift — observing `document.account.name` (SPEC §2 item 13).
-//
-// A chain `\Root.a.b.leaf` is a list of links found by reading it once with
-// the probe: (root, a), (a-object, b), (b-object, leaf). The registry has
-// already checked that each link is the declared observable property of its
-// class (KeyPathRegistry.swift), so reading the chain runs only wrapper
-// getters. Every link but the last is *structural*: it is observed with a
-// prior notification so the old value can be read through the whole path
-// before the intermediate is replaced; after the replacement the links below
-// it are observed again on the new intermediates, and the user gets one
-// `setting` change whose old and new values are read through the whole path.
-// The last link forwards the leaf's own changes (with their kind, indexes and
-// values).
-//
-// A one-link chain is a subclass's override of an inherited property: its
-// one link is structural, so every change is read through the override.
-//
-// An optional chain whose link was nil when it was registered is checked
-// again, link by link, each time new links appear. If what lay past the nil
-// link turns out to be a computed property, its leaf's changes are not
-// forwarded as they are (they would carry another property's values): every
-// property the key path reads is observed as a structural link instead, so
-// each change is delivered as a `setting` read through the whole key path.
-//
-// The root is held weakly. When it dies, the chain ends: its registrar
-// removes the root's own observations and tells the chain, which removes the
-// links on other objects and lets go of the handler.
+// Observing `document.account.name` (SPEC §2.13). Every link but the last is structural: observed
+// with a prior notification, so the old value is read through the whole path before an
+// intermediate is replaced; the links below are then observed again on the new objects, and the
+// user gets one `setting` read through the path. The last link forwards the leaf's own changes.
+// A one-link chain is an override of an inherited property: every change is read through it. An
+// optional chain registered through nil is checked link by link as links appear; one that turns
+// out to end in a computed property observes every property it reads, each change read through
+// the key path. The root is held weakly: its death ends the chain and releases the handler.
 
 import Synchronization
 

@@ -1,10 +1,6 @@
-//
-// KeyPathProbe.swift — learning which properties a key path reads.
-//
-// To resolve a user key path, switch on this thread's recorder, read
-// `object[keyPath: userKeyPath]` once, and let every wrapper getter on the
-// way record its property and the key path the compiler wrote for it (see
-// KeyPathRegistry.swift for what the records are compared with).
+// Which properties a key path reads: with this thread's recorder on, `object[keyPath:]` is read
+// once, and each wrapper getter on the way records its property and the key path the compiler
+// wrote for it (KeyPathRegistry.swift compares them).
 
 import Synchronization
 

@@ -1,46 +1,12 @@
-//
-// KeyPathRegistry.swift — from Swift key paths to engine keys.
-//
-// A key path is observable when it *is* a declared observable property
-// (`@Observed`/`@ObservedArray`/`@ObservedSet`, inherited too: `\Derived.name`
-// names `Base.name`), a declared dependent key, or a chain whose every link
-// is one of those. This is decided in three steps, the first two without
-// running any getter:
-//   1. the shape (KeyPathShape.swift, read from the key path's component
-//      buffer): a `!` link is refused (it would trap on nil); a stored
-//      component (a plain `let`/`var`) and a subscript are refused; what is
-//      left is computed components, each with its identity, and `?` marks;
-//   2. the declarations: each component's value type must be the value type
-//      of an observable property the class the previous link leads to
-//      declares (ObservableDeclarations.swift), every link but the last must
-//      lead to a `KeyValueObservable` class, and the component's identity
-//      must not be known to be something else (ObservableComponents.swift:
-//      a complete name table, as `@KeyValueObservable` writes it, or the
-//      reports of all the class's wrappers, say which identities are its
-//      properties). A computed property of the same type as a property is
-//      refused here when its class is known; only when it is not (no
-//      complete table, wrappers not all reported yet) does it pass to the
-//      next step, where its getter runs;
-//   3. the identity: the key path is read once while the wrapper getters on
-//      the way record their property and the key path the compiler wrote for
-//      it (KeyPathProbe.swift), and the user's key path must be exactly those
-//      key paths composed: compared with `==` after rerooting (for plain
-//      chains) or component by component (for optional chains, which cannot
-//      be rebuilt by appending). A computed property that reads an
-//      observable property of the same type is not it, and is refused. Past
-//      a nil optional link there is nothing to read: each link there is
-//      decided by its class's table, and a link of a class without one is
-//      decided when an object appears (such a registration is not cached).
-// A key path declared in `dependentKeyPaths` is a dependent key. A subclass
-// key path whose property the subclass overrides (`\Employee.name` with
-// `override var name { didSet { … } }`) reads the base property's storage
-// through the override: it is observed as a one-link chain, its values read
-// through the key path itself, so a callback always receives what the key
-// path reads.
-//
-// Results are cached per key path, under a lock, on the registration path
-// only. Cached key paths and `PropertyKey`s are kept for the life of the
-// process, which is what makes `ObservedChange.keyPath` safe to hand out at +0.
+// From key paths to engine keys. A key path is observable when it is a declared observable
+// property (inherited too), a declared dependent key, or a chain of those. The shape and the
+// declarations decide first, before any getter runs (Runtime/KeyPathShape.swift,
+// Runtime/ObservableDeclarations.swift, ObservableComponents.swift); then the key path must equal
+// (`==`, after rerooting) the key paths its wrappers report under the probe. A property whose
+// getter the object's class overrides is observed as a one-link chain, so a callback always
+// receives what the key path reads. The steps, as users see them: ObservingProperties.md.
+// Results are cached for the life of the process, which is what makes `ObservedChange.keyPath`
+// safe to hand out at +0.
 
 @_spi(ObservableRerootKeyPath) import Swift
 import Synchronization

@@ -1,23 +1,10 @@
-//
-// ObservableComponents.swift — which key path components are observable
-// properties, known without evaluating anything.
-//
-// A computed component is identified by the word key path `==` compares
-// (KeyPathShape.swift). Two sources say which identities are observable
-// properties of a class:
-//   - its name table, when complete (DeclaredKeyPaths.swift): every
-//     observable property's own key path, so every other component of the
-//     class (a computed property, an override's accessor) is known not to be;
-//   - its wrappers: each `@Observed`/`@ObservedArray`/`@ObservedSet` getter
-//     reports its property's own key path when read under the probe
-//     (KeyPathProbe.swift). Once every declared wrapper of a class has
-//     reported, the class is as good as tabled.
-// A getter a subclass overrides is a component of its own (for a final
-// subclass, its implementation): its identity is read from the subclass's
-// vtable slot (AccessorOverrides.swift) and counts as the property's.
-// A component neither source knows is `unknown`: the registry reads it once
-// under the probe (its getter runs), the one evaluation left, and only for a
-// class with no complete table whose wrappers have not all been read yet.
+// Which key path components are observable properties of a class, known without evaluating
+// anything. A component's identity is the word key path `==` compares. A complete name table
+// (DeclaredKeyPaths.swift) gives every property's identity, so any other component of the class
+// is none; without one, each wrapper's getter reports its property's identity under the probe,
+// and once all have, the class counts as tabled. A subclass's override of a getter is a component
+// of its own, read from the vtable (AccessorOverrides.swift). A component neither source knows is
+// `unknown`: the registry then reads it once under the probe, the one evaluation left.
 
 /// What the registry knows of one component, before evaluating anything.
 enum ComponentVerdict {

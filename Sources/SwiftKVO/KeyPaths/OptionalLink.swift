@@ -1,21 +1,8 @@
-//
-// OptionalLink.swift — a dotted name through an optional link, as a key path.
-//
-// `"wallet.balance"`, with `wallet` an optional property, names what the
-// literal `\Owner.wallet?.balance` names. Swift offers no way to build that
-// optional-chaining key path from its parts at run time (`appending` needs
-// the types to meet exactly, and a generic `\W?.?[keyPath: tail]` does not
-// compile), so key-value coding builds the equivalent `\Owner.wallet` +
-// `\Wallet?.?[optionalLinkTail: \Wallet.balance]`: an optional chain into an
-// internal subscript that reads the rest of the path.
-//
-// To the registry that subscript is not a component of its own: the shape
-// reader replaces it with the components of the key path it carries, so the
-// composed path has the shape of the literal (`wallet?` then `balance`), is
-// decided by the same declarations and observed by the same chain, and a
-// ``KVOController`` files both spellings under one entry (it files chains by
-// shape). The reader recognizes the subscript only by its identity and a tail
-// this file made: any other component with arguments is still a subscript.
+// A dotted name through an optional link ("wallet.balance") as a key path. Swift cannot build
+// `\Owner.wallet?.balance` from its parts at run time, so key-value coding composes
+// `\Owner.wallet` + `\Wallet?.?[optionalLinkTail: \Wallet.balance]`. The shape reader replaces
+// that subscript, recognized by its identity and a tail made here, with the tail's components:
+// the composed key path is decided, observed and filed as the literal is.
 
 /// The component identities and tails of the key paths built here.
 enum OptionalLink {

@@ -1,12 +1,7 @@
-// How a notification name becomes an engine key: interned by the first
-// registration for the name, looked up lock-free by posts, and remembered per
-// thread so that a thread posting one name again skips the lookup.
-//
-// Names of any length work. The engine caps a key's name at 1,024 bytes, so a
-// name that does not fit with its prefix (over `directLimit` bytes) is mapped
-// instead, by its exact bytes, to a serial number under a lock (`LongNames`),
-// and its key is interned from that short name in a namespace of its own.
-// Only such long names take that lock, on posts too.
+// How a notification name becomes an engine key: interned by the first registration, looked up
+// lock-free by posts, remembered per thread. The engine caps a key's name at 1,024 bytes, so a
+// name over `directLimit` bytes is mapped, by its exact bytes, to a serial number under a lock
+// (`LongNames`) and interned under that short name; only such names take that lock, posts too.
 
 #if canImport(Glibc)
 import Glibc

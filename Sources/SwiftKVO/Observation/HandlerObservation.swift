@@ -1,9 +1,6 @@
-//
-// HandlerObservation.swift — the end of a notification's path: the box a
-// token observation registers, whose delivery function builds the typed
-// ``ObservedChange`` and calls the user's handler; and the registration
+// The end of a notification's path: the box a token observation registers, whose delivery
+// function builds the typed `ObservedChange` and calls the user's handler; and the registration
 // helpers that create those boxes.
-//
 
 /// The box of a token observation: the handler and what its changes are built
 /// from. Its delivery function captures nothing (it reads these fields from

@@ -1,13 +1,7 @@
-//
-// NamedObservation.swift — the box an observation by name registers.
-//
-// An observation by name is the typed observation: the same resolution, the
-// same engine key and the same registration (Deliveries.register). Only the
-// box differs. The name was turned into a key path whose types are known only
-// at run time, so a box generic over them would run unspecialized, building
-// generic metadata on every delivery. This one is not generic: it holds a
-// loader made once, at registration, for the property's value type, and
-// delivers `ObservedChange<Any>`, a concrete type.
+// The box an observation by name registers: the typed observation's resolution, key and
+// registration, with a box of its own. Not generic (one generic over types known only at run time
+// would build generic metadata on every delivery): a loader made at registration reads the value,
+// delivered as `ObservedChange<Any>`.
 
 final class NamedObservation: EngineObservation, @unchecked Sendable {
     let handler: @Sendable (AnyObject, ObservedChange<Any>) -> Void

@@ -1,13 +1,6 @@
-//
-// ObjectObservations.swift — what is observed on one object, asked of the
-// engine (SPEC §2.20).
-//
-// The engine lists an object's live observations lock-free, as a dispatch
-// reads them (`ckvo_object_observations_visit`): key, options, and the
-// context each was registered with, handed over inside the engine's read
-// section, where the context (the observation's box) cannot be released:
-// the box says who registered it. Key names come from where the Swift layer
-// interns its keys.
+// What is observed on one object, asked of the engine (SPEC §2.20). The engine lists an object's
+// live observations lock-free, inside its read section, where an observation's box cannot be
+// released; the box says who registered it.
 
 /// One observation registered on an object, as
 /// ``KeyValueObservable/observations`` lists it.

@@ -1,8 +1,5 @@
-//
-// ManualNotification.swift — will/did announcements made by the object
-// itself (SPEC §2 item 14), for `notifiesAutomatically: false` properties,
-// values SwiftKVO does not store and to-many changes.
-//
+// Will/did announcements made by the object itself (SPEC §2.14): for `notifiesAutomatically: false`
+// properties, values SwiftKVO does not store, and to-many changes.
 
 extension KeyValueObservable {
     /// Announces that the value at `keyPath` is about to change: reads the

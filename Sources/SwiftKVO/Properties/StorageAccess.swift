@@ -1,13 +1,6 @@
-//
-// StorageAccess.swift — raw access to a wrapper's storage in its object,
-// for collection mutators that change the value in place.
-//
-// A mutator holds the object and the property's key path, but changing the
-// value through the key path would announce a whole `setting`. It needs the
-// storage itself: the wrapper lives at a fixed offset in the declaring
-// class's instances (the offset that identifies the property, see
-// PropertyKey.swift), so the access is made once per property and kept by
-// its `PropertyKey`.
+// Raw access to a wrapper's storage in its object, for the collection mutators, which change a
+// value in place (through the key path, a change would announce a whole `setting`). The wrapper
+// sits at the offset that identifies the property, so the access is made once per property.
 
 /// Reads and modifies one wrapper's value in objects of its declaring class.
 @usableFromInline

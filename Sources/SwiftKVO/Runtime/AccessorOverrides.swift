@@ -1,37 +1,15 @@
+// Whether a subclass overrides an inherited property's getter, read from type metadata. An
+// override makes `\Base.name` read something other than the stored value its setter announces,
+// so such an object is observed through the key path (a one-link chain). The declaring class's
+// context descriptor lists its vtable; the subclass's metadata holds its own implementation in
+// an overridden slot, and a property's key path names its getter's slot. A descriptor this
+// reader does not take apart counts as overriding: slower, never a wrong value.
 //
-// AccessorOverrides.swift — whether a subclass replaces property accessors
-// of a class it inherits from, read from type metadata.
-//
-// An `@Observed` property of a non-final class reaches its wrapper through
-// the class's vtable: a subclass that overrides the property's getter
-// (`override var name: String { get { super.name.uppercased() } … }`) makes
-// `\Base.name` read something other than what the wrapper stores. The values
-// a setter announces are the stored ones, so such an object must be observed
-// through the key path (as a one-link chain), never as the plain property.
-//
-// Which it is comes from the declarations, not from any value: the declaring
-// class's context descriptor lists its vtable (offset and one method
-// descriptor per slot, each saying whether it is a method, an initializer or
-// an accessor), and the subclass's metadata holds the same slots, with its
-// own implementations where it overrides. An instance accessor's slot whose
-// entry differs is an override (a class property's accessors, as the
-// `override class var observableKeyPaths` of a subclass writes, read nothing
-// an object stores). For one property, the slot is the one its key path
-// names: an overridable property's key path identity is the method
-// descriptor of its getter, whose position gives the slot; and a key path to
-// a final subclass's override names the implementation in that slot. Where
-// that does not apply, the answer is conservative, which only costs speed:
-// any overridden accessor of the declaring class counts, and a descriptor
-// this reader does not take apart (a generic class with packs, values or
-// conditional protocol sets; a resilient superclass; foreign metadata)
-// counts as overriding.
-//
-// Layouts read here are the Swift 5 runtime ABI (stable on Linux):
-// class metadata `Description` at byte 40; class context descriptor of 44
-// bytes, then its generic header, singleton-initialization record and vtable
-// header; 8-byte method descriptors whose low four flag bits are the kind
-// and whose fifth says the method is an instance member (a class property's
-// accessors are not: overriding them reads nothing an object stores).
+// Layouts read (the Swift 5 runtime's; Swift promises them on Apple platforms only, on Linux
+// they are what the current runtime does): class metadata `Description` at byte 40; a class
+// context descriptor of 44 bytes, then its generic header, singleton-initialization record and
+// vtable header; 8-byte method descriptors whose low four flag bits are the kind and whose fifth
+// marks an instance member (a class property's accessors read nothing an object stores).
 
 import Synchronization
 

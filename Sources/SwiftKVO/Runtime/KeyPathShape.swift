@@ -1,22 +1,12 @@
-//
-// KeyPathShape.swift — the components of a key path, read without evaluating it.
-//
-// A key path object carries its components in a buffer whose layout is part
-// of the Swift ABI (key paths built in one module are instantiated and
-// compared by the runtime of another; see `KeyPath.h` in the Swift ABI
-// headers): a 32-bit buffer header (size and flags), then each component as
-// a 32-bit header (a kind and its payload) followed by its fields, with the
-// metadata of the component's value type between one component and the
-// next. An `@Observed` property is a computed component (the wrapper's
-// accessors) whose identity is the word the runtime compares for `==`: the
-// property's getter for a final property, its method descriptor for an
-// overridable one. A component with arguments is a subscript, unless its
-// arguments are only the generic arguments a property written in a generic
-// context captures. Reading the buffer runs no getter: it can never trap,
-// whatever the key path would do on a live object.
-//
-// A buffer this reader does not fully understand (an unknown kind, sizes that
-// do not add up) is "not observable": never guessed at, never evaluated.
+// The components of a key path, read from its buffer without evaluating it: no getter runs, so
+// reading never traps. The layout is that of Swift's KeyPath.h (promised on Apple platforms only):
+// a 32-bit buffer header (size and flags), then per component a 32-bit header (kind and payload)
+// and its fields, with the metadata of the component's value type between components. An
+// `@Observed` property is a computed component whose identity is the word `==` compares (a final
+// property's getter, an overridable one's method descriptor). A component with arguments is a
+// subscript, unless its arguments are only the generic arguments a property written in a generic
+// context captures. Whatever this reader does not fully understand is "not observable": never
+// guessed at, never evaluated.
 
 #if canImport(Glibc)
 import Glibc

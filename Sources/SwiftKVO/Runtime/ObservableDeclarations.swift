@@ -1,18 +1,7 @@
-//
-// ObservableDeclarations.swift — what a class declares observable, read from
-// its type metadata.
-//
-// Every `@Observed var name` is stored as a field `_name` of type
-// `Observed<Value>` (`ObservedArray<Element>` likewise). The runtime's field
-// records list each class's stored fields with name, offset and type, for
-// the class alone: walking the superclasses gives everything an object of
-// the class stores. No instance is needed and no getter runs, so this is
-// the declaration itself, not a guess from a value.
-//
-// The registry uses it to decide, before evaluating a key path, whether each
-// of its components can be an observable property at all (a component's
-// value type must be the value type of a declared wrapper of the class the
-// previous link leads to), and never evaluates one that cannot.
+// What a class declares observable, read from its type metadata through `@_spi(Reflection)`
+// `_forEachField`: each `@Observed var name` is a stored field `_name` of a wrapper type, listed
+// per class with its offset and type. No instance and no getter: the declaration itself. The
+// registry checks each component's value type against these before evaluating any key path.
 
 @_spi(Reflection) import Swift
 
