@@ -39,7 +39,7 @@ help:
 	@echo "make test     the whole suite: plain, fenced-reader C suite, ThreadSanitizer, AddressSanitizer + UBSan, release checks"
 	@echo "make unit | unit-fenced | unit-near-end | tsan | asan | unit-release   one of those runs (unit-fenced: the C"
 	@echo "              suite with readers forced onto ck_epoch_begin; unit-near-end: the C suite with counters started near their ends; asan: Address + Leak +"
-	@echo "              UndefinedBehavior on C; unit-release: allocations and 10M memory bounds, -c release)"
+	@echo "              UndefinedBehavior on C; unit-release: allocations, 10M memory bounds and key path resolution, -c release)"
 	@echo "make install  PREFIX=...: libckvo.a, libckvo.so, headers, ckvo.pc"
 	@echo "make example  build examples/ with plain cc against a temporary install, run it"
 	@echo "make quickstart  run the README's Swift quick start, by hand and with @KeyValueObservable (examples/)"
