@@ -39,7 +39,7 @@ help:
 	@echo "make test     the whole suite: plain, fenced-reader C suite, ThreadSanitizer, AddressSanitizer + UBSan, release checks"
 	@echo "make unit | unit-fenced | unit-near-end | tsan | asan | unit-release   one of those runs (unit-fenced: the C"
 	@echo "              suite with readers forced onto ck_epoch_begin; unit-near-end: the C suite with counters started near their ends; asan: Address + Leak +"
-	@echo "              UndefinedBehavior on C; unit-release: allocations and 10M memory bounds, -c release)"
+	@echo "              UndefinedBehavior on C; unit-release: allocations, 10M memory bounds and key path resolution, -c release)"
 	@echo "make install  PREFIX=...: libckvo.a, libckvo.so, headers, ckvo.pc"
 	@echo "make example  build examples/ with plain cc against a temporary install, run it"
 	@echo "make quickstart  run the README's Swift quick start, by hand and with @KeyValueObservable (examples/)"
@@ -118,14 +118,32 @@ asan: deps
 		$(SWIFT) test --sanitize=address -Xcc -fsanitize=undefined --scratch-path .build-asan
 
 # What only an optimized build shows: the allocation tests (a debug build allocates where
-# the optimizer does not) and the memory bounds at full size (10 million short-lived
-# observed objects; 1 million in the debug run).
+# the optimizer does not), the memory bounds at full size (10 million short-lived
+# observed objects; 1 million in the debug run), and key path resolution and key-value coding,
+# whose key path literals get thunks of their own there: their suites, and the tests of that
+# kind filed with the behaviour they exercise.
+RELEASE_KEY_PATH_TESTS := --filter KeyPathShapeTests --filter OptionalLinkShapeTests \
+	--filter KeyValueCodingTests --filter ComputedPropertyTests --filter SubscriptTests \
+	--filter OverrideTests --filter OptionalLinkTests --filter OptionalLinkByNameTests \
+	--filter KeyPathChainTests --filter GenericKeyPathTests \
+	--filter 'ConcurrentResolutionTests/(concurrentFirstResolutionOfFreshClass|concurrentFirstRegistrationsAgree|concurrentRegistrationsOnGenericSpecializations)' \
+	--filter 'KeyPathResolutionTests/(structTupleOptionalAndExistentialPathsRefused|tuplesSelfStructsAndExistentialsAreRefused)' \
+	--filter 'PropertyIdentityTests/nestedGenericPrivateAndLocalClassesObservable' \
+	--filter 'DependentKeyTests/(aComputedDependentSourceDoesNotTrapAPlainAssignment|trapsTodayAComputedDependentSourceIsEvaluated|dependentTablesWithForeignChainedForcedOrSelfSourcesNeverTrap)' \
+	--filter 'ObservedSetTests/(setMutationsCarryMembersAndPriorObserverReentrancy|setValuesYieldWholeSets|concurrentSetMutatorsExactlyOnce)' \
+	--filter 'ObservedArrayMutatorTests/arrayPriorObserverEmptiesArrayThenMutatorsNoTrap' \
+	--filter 'TokenValidityTests/(tokenValidityAfterDeath|hubTokenValidityAfterSenderDeath)' \
+	--filter 'IntrospectionTests/introspectionWhileMutating' \
+	--filter 'ObservationBridgeTests/(bridgedObservationTrackingWithConcurrentMutation|bridgedSetMutatorNotifiesObservation|bridgedSubclassOfBridgedBase)' \
+	--filter 'AsyncValuesTests/(valuesStreamEndsWhenObjectDies|valuesStreamWithConcurrentDeath)' \
+	--filter 'KVOControllerTests/(controllerNotRetainingForgetsDeadObjects|reentrantUnobserveAndReregisterFromCallback)' \
+	--filter 'ConcurrencyTests/(noCallAfterInvalidateUnderConcurrency|exactlyOnceWhileOthersChurnSameKey)'
+
 unit-release: deps
-	@echo "== test: release build (allocations per notification, memory bounds at 10 million)"
+	@echo "== test: release build (allocations per notification, memory bounds at 10 million, key paths)"
 	SWIFTKVO_LONG_TESTS=1 $(SWIFT) test -c release -Xswiftc -enable-testing \
 		--scratch-path .build-release-tests --filter AllocationTests --filter MemoryBoundTests \
-		--filter KeyPathShapeTests --filter OptionalLinkShapeTests --filter KeyValueCodingTests \
-		--filter HostileUseTests --filter ComponentAttackTests --filter OptionalLinkAttackTests
+		$(RELEASE_KEY_PATH_TESTS)
 
 test: lint unit unit-fenced unit-near-end tsan asan unit-release relay-test relay-tsan
 

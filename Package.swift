@@ -80,7 +80,8 @@ let package = Package(
             cSettings: [.define("_GNU_SOURCE")],
             linkerSettings: [.linkedLibrary("ck"), .linkedLibrary("pthread")]
         ),
-        // The Swift layer: every call into CKVOCore goes through Sources/SwiftKVO/Engine.swift.
+        // The Swift layer: every call into CKVOCore goes through Sources/SwiftKVO/Engine/Engine.swift;
+        // Sources/SwiftKVO/Runtime holds every read of a layout Swift does not promise.
         .target(
             name: "SwiftKVO",
             dependencies: ["CKVOCore"],

@@ -103,6 +103,32 @@ import Testing
         }
         #expect(received == ["x"])
     }
+
+    @Test func valuesStreamEndsWhenObjectDies() async throws {
+        var owner: AtkOwner? = AtkOwner()
+        let stream = try owner!.values(for: \.label, bufferingPolicy: .unbounded)
+        owner!.label = "a"
+        owner = nil
+        var seen: [String] = []
+        for await v in stream { seen.append(v) }
+        #expect(seen == ["", "a"])
+    }
+
+    @Test func valuesStreamWithConcurrentDeath() async throws {
+        for _ in 0..<100 {
+            var owner: AtkOwner? = AtkOwner()
+            let stream = try owner!.values(for: \.label)
+            let o = owner!
+            owner = nil
+            let writer = Task.detached { for i in 0..<50 { o.label = "\(i)" } }
+            await writer.value
+            _ = o
+            var count = 0
+            let reader = Task { for await _ in stream { count += 1; if count > 1000 { break } }; return count }
+            // o is released when this iteration ends; the stream must finish.
+            _ = reader
+        }
+    }
 }
 
 /// Waits (yielding, for at most about a second) until `condition` holds.

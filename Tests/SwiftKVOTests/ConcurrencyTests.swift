@@ -168,6 +168,56 @@ import Glibc
         #expect(counter.count == threads * posts * observers.count)
         observers.forEach { NotificationHub.default.removeObserver($0) }
     }
+
+    @Test func noCallAfterInvalidateUnderConcurrency() throws {
+        let owner = AtkOwner()
+        let violations = Atomic<Int>(0)
+        let lock = NSLock()
+        DispatchQueue.concurrentPerform(iterations: 4) { i in
+            for _ in 0..<300 {
+                let dead = Atomic<Bool>(false)
+                let token: ObservationToken?
+                if i % 2 == 0 {
+                    token = try? owner.observe(\.label) { _, _ in
+                        if dead.load(ordering: .acquiring) { violations.add(1, ordering: .relaxed) }
+                    }
+                } else {
+                    token = try? owner.observe(keyPath: "label") { _, _ in
+                        if dead.load(ordering: .acquiring) { violations.add(1, ordering: .relaxed) }
+                    }
+                }
+                lock.withLock { owner.label = "x" }  // stored values are not atomic
+                try? token?.invalidateAndWait()
+                dead.store(true, ordering: .releasing)
+                #expect(token?.isValid == false)
+                lock.withLock { owner.label = "y" }
+            }
+        }
+        #expect(violations.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func exactlyOnceWhileOthersChurnSameKey() throws {
+        let owner = AtkOwner()
+        let delivered = Atomic<Int>(0)
+        let token = try owner.observe(\.label) { _, _ in delivered.add(1, ordering: .relaxed) }
+        let done = Atomic<Bool>(false)
+        let churn = Thread {
+            let observer = AtkObserver()
+            let kvo = KVOController(observer: observer)
+            while !done.load(ordering: .relaxed) {
+                _ = try? kvo.observe(owner, keyPath: "label") { _, _, _ in }
+                _ = kvo.unobserve(owner, \.label)
+                let t = try? owner.observe(\.label, options: .prior) { _, _ in }
+                _ = t?.invalidate()
+            }
+        }
+        churn.start()
+        for i in 0..<5000 { owner.label = "\(i)" }
+        done.store(true, ordering: .relaxed)
+        while !churn.isFinished { usleep(100) }
+        #expect(delivered.load(ordering: .relaxed) == 5000)
+        _ = token.invalidate()
+    }
 }
 
 /// An observer that records when its deinit begins: a block called with it

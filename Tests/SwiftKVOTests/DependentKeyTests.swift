@@ -146,4 +146,73 @@ final class Overreacher: KeyValueObservable, @unchecked Sendable {
         overreacher.title = "x"
         #expect(overreacher.stored == 3)
     }
+
+    @Test func aComputedDependentSourceDoesNotTrapAPlainAssignment() {
+        let card = AtkCard()
+        card.title = "x"  // no observer anywhere
+        #expect(card.title == "x")
+    }
+
+    @Test(.enabled(if: hostileTrapsEnabled))
+    func trapsTodayAComputedDependentSourceIsEvaluated() {
+        let card = AtkCard()
+        // Nothing observed: the first assignment resolves the sources.
+        card.title = "x"
+        #expect(throws: KVOError.self) { _ = try card.observe(\.headline) { _, _ in } }
+    }
+
+    @Test func dependentTablesWithForeignChainedForcedOrSelfSourcesNeverTrap() throws {
+        let odd = AtkOddDependents()
+        odd.title = "t"  // plain assignment with an odd table: no trap
+        odd.holder = AtkHolder()
+        odd.holder?.owner.label = "x"
+        for keyPath in [\AtkOddDependents.foreignSourced, \AtkOddDependents.chainSourced,
+                        \AtkOddDependents.bangSourced, \AtkOddDependents.selfSourced] {
+            let recorder = Recorder<String?>()
+            do {
+                let token = try odd.observe(keyPath, options: .new) { o, c in
+                    recorder.add(c.newValue)
+                    #expect(c.newValue == o[keyPath: keyPath])
+                }
+                // Accepted: every change of what it reads must arrive.
+                let before = recorder.count
+                odd.title = "u"
+                odd.holder?.owner.label = "y"
+                #expect(recorder.count > before, "\(keyPath) accepted but silent")
+                _ = token.invalidate()
+            } catch {
+                // Refused: fine.
+            }
+        }
+    }
+}
+
+final class AtkCard: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @ObservedArray var items: [String] = []
+    @Observed var title = ""
+    var firstItem: String { items[0] }
+    var headline: String { title + (items.first ?? "") }
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [\AtkCard.headline: [\AtkCard.title, \AtkCard.firstItem]]
+    }
+}
+
+final class AtkOddDependents: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var title = ""
+    @Observed var holder: AtkHolder?
+    var foreignSourced: String { title }
+    var chainSourced: String { title + (holder?.owner.label ?? "") }
+    var bangSourced: String { title + (holder?.owner.label ?? "") }
+    var selfSourced: String { title }
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [
+            \AtkOddDependents.foreignSourced: [\AtkOwner.label, \AtkOddDependents.title],
+            \AtkOddDependents.chainSourced: [\AtkOddDependents.title, \AtkOddDependents.holder?.owner.label],
+            \AtkOddDependents.bangSourced: [\AtkOddDependents.title, \AtkOddDependents.holder!.owner.label],
+            \AtkOddDependents.selfSourced: [\AtkOddDependents.selfSourced, \AtkOddDependents.title],
+            \AtkOwner.label: [\AtkOddDependents.title],
+        ]
+    }
 }

@@ -101,6 +101,20 @@ final class Log<Element>: @unchecked Sendable {
     var count: Int { storage.withLock { $0.count } }
 }
 
+/// A thread-safe record of values, appended from callbacks on any thread.
+final class Recorder<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [T] = []
+    func add(_ item: T) { lock.lock(); items.append(item); lock.unlock() }
+    var all: [T] { lock.lock(); defer { lock.unlock() }; return items }
+    var count: Int { lock.lock(); defer { lock.unlock() }; return items.count }
+}
+
+/// Whether the tests that trap the process today (`trapsToday…`, `traps…`) run: only with
+/// SWIFTKVO_HOSTILE_TRAPS set, one at a time (`swift test --filter <Suite>/<name>`). A case that
+/// fails today without trapping runs inside `withKnownIssue`, which fails once the case passes.
+let hostileTrapsEnabled = ProcessInfo.processInfo.environment["SWIFTKVO_HOSTILE_TRAPS"] != nil
+
 /// A thread-safe counter.
 final class Counter: Sendable {
     private let value = Atomic<Int>(0)

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import SwiftKVO
@@ -134,5 +135,27 @@ import Testing
             }
         }
         #expect(account.observations.isEmpty)
+    }
+
+    @Test func introspectionWhileMutating() throws {
+        let owner = AtkOwner()
+        let observer = AtkObserver()
+        let kvo = KVOController(observer: observer)
+        try kvo.observe(owner, keyPath: "label") { _, _, _ in
+            _ = kvo.description
+            _ = kvo.observedKeyPaths(of: owner)
+            _ = EngineStatistics.current
+        }
+        let lock = NSLock()  // the stored value is not atomic; introspection is what contends
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<200 {
+                lock.withLock { owner.label = "x" }
+                _ = kvo.description
+                _ = kvo.observedObjects
+            }
+        }
+        #expect(kvo.observedKeyPaths(of: owner).count == 1)
+        #expect(kvo.description.contains("label"))
+        _ = NotificationHub.default.registrations(of: observer)
     }
 }

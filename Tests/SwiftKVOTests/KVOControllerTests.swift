@@ -424,6 +424,40 @@ import Testing
         document.account.name = "d"
         #expect(log.values == ["b", "c"])
     }
+
+    @Test func controllerNotRetainingForgetsDeadObjects() throws {
+        let observer = AtkObserver()
+        let kvo = KVOController(observer: observer, retainsObserved: false)
+        do {
+            let holder = AtkHolder()
+            try kvo.observe(holder, keyPath: "owner.label") { _, _, _ in }
+            try kvo.observe(holder, \.owner) { _, _, _ in }
+            #expect(kvo.observedObjects.count == 1)
+        }
+        #expect(kvo.observedObjects.isEmpty)
+        #expect(kvo.unobserveAll() == 0)
+    }
+
+    @Test func reentrantUnobserveAndReregisterFromCallback() throws {
+        let owner = AtkOwner()
+        let observer = AtkObserver()
+        let kvo = KVOController(observer: observer)
+        let recorder = Recorder<String>()
+        try kvo.observe(owner, keyPath: "label", options: [.prior, .new]) { _, o, change in
+            recorder.add(change.isPrior ? "prior" : "post")
+            if change.isPrior {
+                // Unobserve by typed key path, then re-register by name, mid-dispatch.
+                _ = kvo.unobserve(o, \.label)
+                _ = try? kvo.observe(o, keyPath: "label", options: .new) { _, _, _ in recorder.add("new") }
+            }
+        }
+        owner.label = "a"
+        // The post-change dispatch starts after the re-registration: it gets "a".
+        #expect(recorder.all == ["prior", "new"])
+        owner.label = "b"
+        #expect(recorder.all == ["prior", "new", "new"])
+        _ = kvo.unobserveAll()
+    }
 }
 
 /// Observed only by the one test that counts its engine observations: the

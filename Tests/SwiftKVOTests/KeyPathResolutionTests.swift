@@ -233,4 +233,34 @@ private final class Shelf: KeyValueObservable, @unchecked Sendable {
         shelf.title = "y"
         #expect(shelf.title == "y")
     }
+
+    @Test func structTupleOptionalAndExistentialPathsRefused() {
+        let shapes = AtkShapes()
+        #expect(throws: KVOError.self) { _ = try shapes.observe(\.point.x) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try shapes.observe(\.pair.0) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try shapes.observe(\.maybe!) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try shapes.observe(\.maybe?.bitWidth) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try shapes.observe(\.self) { _, _ in } }
+        let owner = AtkOwner()
+        #expect(throws: KVOError.self) { _ = try owner.observe(\.constant) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try owner.observe(\.fixed) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try owner.observe(\.computedName) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try owner.observe(\.wallet!.balance) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try owner.observe(\.label.count) { _, _ in } }
+    }
+
+    @Test func tuplesSelfStructsAndExistentialsAreRefused() {
+        let purse = CaPurse()
+        #expect(throws: KVOError.self) { _ = try purse.observe(\.tuple.0) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try purse.observe(\.self) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try purse.observe(\.pair.a) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try purse.observe(\.pair.sum) { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try purse.observe(\.named?.name) { _, _ in } }
+        let shelf = CaGenShelf<Double>()
+        #expect(throws: KVOError.self) { _ = try shelf.observe(\.self) { _, _ in } }
+        let kvo = KVOController(observer: CaObserver())
+        #expect(kvo.unobserve(purse, \.self) == false)
+        purse.willChangeValue(for: \.self)
+        purse.didChangeValue(for: \.self)
+    }
 }

@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import Testing
 
 @testable import SwiftKVO
@@ -295,4 +297,189 @@ extension Account {
         #expect(register.history == ["opened"])
         #expect(register.tags == ["audit"])
     }
+
+    @Test func kvcUnknownAndMalformedNamesThrowAndChangeNothing() throws {
+        let owner = AtkOwner()
+        owner.label = "keep"
+        let recorder = Recorder<Int>()
+        let token = try owner.observe(\.label) { _, _ in recorder.add(1) }
+        for name in ["nope", ".", "label.", ".label", "label..x", "wallet.balance.x", "LABEL",
+                     "label ", "wallet.", "foreign", "dotted.name", "label.count"] {
+            #expect(throws: KVOError.self, "\(name)") { try owner.setValue("x", forKey: name) }
+            #expect(throws: KVOError.self, "\(name)") { _ = try owner.observe(keyPath: name) { _, _ in } }
+        }
+        #expect(owner.label == "keep")
+        #expect(recorder.count == 0)
+        // Wrong types, nil where not optional, non-writable and computed entries.
+        #expect(throws: KVOError.self) { try owner.setValue(3, forKey: "label") }
+        #expect(throws: KVOError.self) { try owner.setValue(nil, forKey: "label") }
+        #expect(throws: KVOError.self) { try owner.setValue(Optional<String>.none as Any, forKey: "label") }
+        #expect(throws: KVOError.self) { try owner.setValue(AtkOwner(), forKey: "wallet") }
+        #expect(throws: KVOError.self) { try owner.setValue(5, forKey: "fixed") }
+        #expect(throws: KVOError.self) { try owner.setValue("x", forKey: "computed") }
+        #expect(throws: KVOError.self) { _ = try owner.observe(keyPath: "computed") { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try owner.observe(keyPath: "plain") { _, _ in } }
+        #expect(throws: KVOError.self) { _ = try owner.value(forKeyPath: "label", as: Int.self) }
+        #expect(throws: KVOError.self) { _ = try owner.mutableArrayValue(forKey: "label", of: Character.self) }
+        #expect(owner.label == "keep")
+        #expect(recorder.count == 0)
+        // Unicode and empty names in the table work as names.
+        try owner.setValue("ü", forKey: "ünïcødé")
+        #expect(owner.label == "ü")
+        try owner.setValue("empty", forKey: "")
+        #expect(owner.label == "empty")
+        #expect(recorder.count == 2)
+        // wallet nil on the way: notFound, nothing changes.
+        #expect(throws: KVOError.self) { try owner.setValue(1.0, forKeyPath: "wallet.balance") }
+        _ = token.invalidate()
+    }
+
+    @Test func kvcOptionalAndNestedOptional() throws {
+        let shapes = AtkShapes()
+        #expect(try shapes.value(forKey: "maybe") == nil)
+        try shapes.setValue(4, forKey: "maybe")
+        #expect(shapes.maybe == 4)
+        try shapes.setValue(nil, forKey: "maybe")
+        #expect(shapes.maybe == nil)
+        try shapes.setValue(Int?.some(5), forKey: "nested")
+        #expect(shapes.nested == .some(.some(5)))
+        try shapes.setValue(nil, forKey: "nested")
+        #expect(shapes.nested == .none)
+        #expect(throws: KVOError.self) { try shapes.setValue(2.5, forKey: "count") }
+        #expect(throws: KVOError.self) { try shapes.setValue("3", forKey: "count") }
+        #expect(throws: KVOError.self) { try shapes.setValue(Int64(3), forKey: "count") }
+        #expect(shapes.count == 0)
+        // A struct member by name: writable, but not observable.
+        try shapes.setValue(9, forKey: "x")
+        #expect(shapes.point.x == 9)
+        #expect(throws: KVOError.self) { _ = try shapes.observe(keyPath: "x") { _, _ in } }
+        let read = try shapes.value(forKeyPath: "maybe", as: Int?.self)
+        #expect(read == nil)
+    }
+
+    @Test func kvcOnSubclassInstanceOfBaseTable() throws {
+        let sub = AtkSub()
+        try sub.setValue("n", forKey: "name")
+        #expect(sub.name == "n")
+        let recorder = Recorder<Any?>()
+        let token = try sub.observe(keyPath: "name", options: .new) { _, c in recorder.add(c.newValue) }
+        sub.name = "m"
+        #expect(recorder.all.last as? String == "m")
+        _ = token.invalidate()
+        let base: AtkBase = sub
+        let t2 = try base.observe(keyPath: "name", options: .new) { _, c in recorder.add(c.newValue) }
+        base.name = "k"
+        #expect(recorder.all.last as? String == "k")
+        _ = t2.invalidate()
+    }
+
+    @Test func mutableArrayValueOfASubclassInstanceThroughTheBaseTable() throws {
+        let object: AtkBase = AtkSub()
+        // `items` is `[String]` in the base's table; the instance is a subclass.
+        let mutator = try object.mutableArrayValue(forKey: "items", of: String.self)
+        mutator.append("x")
+        #expect(object.items == ["x"])
+    }
+
+    @Test func mutableSetValueOfASubclassInstanceThroughTheBaseTable() throws {
+        let object: AtkBase = AtkSub()
+        let mutator = try object.mutableSetValue(forKey: "tags", of: String.self)
+        mutator.insert("x")
+        #expect(object.tags == ["x"])
+    }
+
+    @Test func kvcByNameAndTypedAreOneObservationInController() throws {
+        let owner = AtkOwner()
+        let observer = AtkObserver()
+        let kvo = KVOController(observer: observer)
+        let recorder = Recorder<String>()
+        #expect(try kvo.observe(owner, \.label, options: .new) { _, _, c in recorder.add("typed \(c.newValue!)") })
+        #expect(try kvo.observe(owner, keyPath: "label", options: .new) { _, _, c in recorder.add("name \(c.newValue!)") } == false)
+        #expect(try kvo.observe(owner, keyPath: "ünïcødé", options: .new) { _, _, _ in recorder.add("alias") } == false)
+        owner.label = "a"
+        #expect(recorder.all == ["typed a"])
+        #expect(kvo.unobserve(owner, keyPath: "") == true)
+        owner.label = "b"
+        #expect(recorder.all == ["typed a"])
+        #expect(kvo.unobserve(owner, \.label) == false)
+        // Chains by name and typed: the same too.
+        let holder = AtkHolder()
+        #expect(try kvo.observe(holder, keyPath: "owner.label", options: .new) { _, _, c in recorder.add("chain \(c.newValue as? String ?? "?")") })
+        #expect(try kvo.observe(holder, \.owner.label, options: .new) { _, _, _ in recorder.add("dup") } == false)
+        holder.owner.label = "c"
+        #expect(recorder.all.last == "chain c")
+        #expect(kvo.unobserve(holder, \.owner.label))
+        holder.owner.label = "d"
+        #expect(recorder.all.last == "chain c")
+        #expect(kvo.unobserve(holder, keyPath: "owner.label") == false)
+        #expect(kvo.unobserve(holder, keyPath: "no.such") == false)
+    }
+
+    @Test func byNameChangeCarriesTypedKeyPath() throws {
+        let owner = AtkOwner()
+        let paths = Recorder<AnyKeyPath>()
+        let t1 = try owner.observe(keyPath: "label") { _, c in paths.add(c.keyPath) }
+        let t2 = try owner.observe(\.label) { _, c in paths.add(c.keyPath) }
+        owner.label = "x"
+        #expect(paths.all.count == 2)
+        #expect(paths.all.allSatisfy { $0 == \AtkOwner.label })
+        _ = t1.invalidate(); _ = t2.invalidate()
+    }
+
+    @Test func kvcChainReplacementOfIntermediateByName() throws {
+        let holder = AtkHolder()
+        let recorder = Recorder<(Any?, Any?)>()
+        let token = try holder.observe(keyPath: "owner.label", options: [.old, .new]) { _, c in
+            recorder.add((c.oldValue, c.newValue))
+        }
+        let next = AtkOwner()
+        next.label = "n"
+        holder.owner = next
+        next.label = "m"
+        #expect(recorder.all.map { $0.1 as? String } == ["n", "m"])
+        #expect(recorder.all.map { $0.0 as? String } == ["", "n"])
+        _ = token.invalidate()
+    }
+
+    @Test func dependentKeyByNameNotAssignable() throws {
+        let fresh = AtkFresh()
+        let table = AtkDependentNamed()
+        #expect(throws: KVOError.self) { try table.setValue(3, forKey: "sum") }
+        let recorder = Recorder<Any?>()
+        let token = try table.observe(keyPath: "sum", options: .new) { _, c in recorder.add(c.newValue) }
+        table.a = 2
+        #expect(recorder.all.last as? Int == 2)
+        _ = token.invalidate()
+        _ = fresh
+    }
+
+    @Test func kvcConcurrentSetAndObserveByName() async throws {
+        // One object per thread for the assignments (a property's stored value
+        // is not atomic: concurrent assignments of one object's property need
+        // the user's lock); registrations by name contend on one shared object.
+        let owners = (0..<8).map { _ in AtkOwner() }
+        let shared = AtkOwner()
+        let delivered = Atomic<Int>(0)
+        let tokens = try owners.map { owner in
+            try owner.observe(keyPath: "label") { _, _ in delivered.add(1, ordering: .relaxed) }
+        }
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            for j in 0..<500 {
+                if j % 2 == 0 { try? owners[i].setValue("\(i)-\(j)", forKey: "label") }
+                else { #expect(throws: KVOError.self) { try owners[i].setValue(j, forKey: "label") } }
+                let t = try? shared.observe(keyPath: "label") { _, _ in }
+                _ = t?.invalidate()
+            }
+        }
+        #expect(delivered.load(ordering: .relaxed) == 8 * 250)
+        for token in tokens { _ = token.invalidate() }
+    }
+}
+
+final class AtkDependentNamed: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var a = 0
+    var sum: Int { a }
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { [\AtkDependentNamed.sum: [\AtkDependentNamed.a]] }
+    static var observableKeyPaths: [String: AnyKeyPath] { ["a": \AtkDependentNamed.a, "sum": \AtkDependentNamed.sum] }
 }

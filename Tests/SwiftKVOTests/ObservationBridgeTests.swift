@@ -1,4 +1,6 @@
+import Foundation
 import Observation
+import Synchronization
 import Testing
 
 @testable import SwiftKVO
@@ -91,4 +93,67 @@ private final class Plain: KeyValueObservable, @unchecked Sendable {
         #expect(Plain.isObservationBridged == false)
         #expect(Thermostat.isObservationBridged)
     }
+
+    @Test func bridgedObservationTrackingWithConcurrentMutation() throws {
+        let bridged = AtkBridged()
+        let fired = Atomic<Int>(0)
+        for _ in 0..<50 {
+            withObservationTracking {
+                _ = bridged.count
+                _ = bridged.tags
+            } onChange: {
+                fired.add(1, ordering: .relaxed)
+            }
+        }
+        let kvoDelivered = Atomic<Int>(0)
+        let token = try bridged.observe(\.count) { _, _ in kvoDelivered.add(1, ordering: .relaxed) }
+        let lock = NSLock()
+        DispatchQueue.concurrentPerform(iterations: 4) { i in
+            for j in 0..<250 {
+                lock.lock()
+                if j % 2 == 0 { bridged.count += 1 } else { bridged.mutableSet(\.tags).insert(i * 1000 + j) }
+                lock.unlock()
+                withObservationTracking { _ = bridged.count } onChange: { fired.add(1, ordering: .relaxed) }
+            }
+        }
+        #expect(kvoDelivered.load(ordering: .relaxed) == 500)
+        #expect(fired.load(ordering: .relaxed) >= 50)
+        _ = token.invalidate()
+    }
+
+    @Test func bridgedSetMutatorNotifiesObservation() {
+        let bridged = AtkBridged()
+        let fired = Atomic<Int>(0)
+        withObservationTracking { _ = bridged.tags } onChange: { fired.add(1, ordering: .relaxed) }
+        bridged.mutableSet(\.tags).insert(1)
+        #expect(fired.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func bridgedSubclassOfBridgedBase() {
+        let object = AtkBridgedSub()
+        let fired = Atomic<Int>(0)
+        withObservationTracking { _ = object.count; _ = object.extra } onChange: { fired.add(1, ordering: .relaxed) }
+        object.extra = 3
+        #expect(fired.load(ordering: .relaxed) == 1)
+        withObservationTracking { _ = object.count } onChange: { fired.add(1, ordering: .relaxed) }
+        object.count = 3
+        #expect(fired.load(ordering: .relaxed) == 2)
+    }
+}
+
+final class AtkBridged: ObservationBridged, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    let observationRegistrar = ObservationRegistrar()
+    @Observed var count = 0
+    @ObservedSet var tags: Set<Int> = []
+}
+
+class AtkBridgedBase: ObservationBridged, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    let observationRegistrar = ObservationRegistrar()
+    @Observed var count = 0
+}
+
+final class AtkBridgedSub: AtkBridgedBase, @unchecked Sendable {
+    @Observed var extra = 0
 }

@@ -148,4 +148,22 @@ private func observeReacting(
             ])
         token.invalidate()
     }
+
+    @Test func arrayPriorObserverEmptiesArrayThenMutatorsNoTrap() throws {
+        let team = AtkTeam()
+        team.list = [1, 2, 3]
+        let token = try team.observe(\.list, options: [.prior]) { t, change in
+            if change.isPrior && !t.list.isEmpty { t.list = [] }
+        }
+        #expect(team.mutableArray(\.list).remove(at: 2) == nil)
+        team.list = [1, 2, 3]
+        #expect(team.mutableArray(\.list).replace(at: 2, with: 9) == false)
+        team.list = [1, 2, 3]
+        #expect(team.mutableArray(\.list).insert(7, at: 3) == false)
+        team.list = [1, 2, 3]
+        #expect(team.mutableArray(\.list).remove(at: [0, 2]) == false)
+        team.list = [1, 2, 3]
+        #expect(team.mutableArray(\.list).removeLast() == nil)
+        _ = token.invalidate()
+    }
 }

@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import Testing
 
 @testable import SwiftKVO
@@ -127,5 +129,69 @@ private func describe(_ change: ObservedChange<Set<String>>) -> String {
         #expect(await values.next() == ["ada", "grace", "linus"])
         team.mutableSet(\.members).remove("ada")
         #expect(await values.next() == ["grace", "linus"])
+    }
+
+    @Test func setMutationsCarryMembersAndPriorObserverReentrancy() throws {
+        let team = AtkTeam()
+        team.members = [1, 2, 3]
+        let recorder = Recorder<(ChangeKind, Bool, Set<Int>?, Set<Int>?)>()
+        let prior = try team.observe(\.members, options: [.prior, .old, .new]) { t, change in
+            if change.isPrior && change.kind == .removal && t.members.contains(3) {
+                // A prior observer empties the set before the removal happens.
+                t.members = []
+            }
+        }
+        let token = try team.observe(\.members, options: [.old, .new]) { _, change in
+            recorder.add((change.kind, change.isPrior, change.oldValue, change.newValue))
+        }
+        team.mutableSet(\.members).remove(3)
+        let last = recorder.all.last
+        #expect(last?.0 == .removal)
+        #expect(last?.2 == [])  // nothing was left to remove
+        #expect(team.members == [])
+        _ = prior.invalidate()
+        team.mutableSet(\.members).formUnion([4, 5])
+        #expect(recorder.all.last?.0 == .insertion)
+        #expect(recorder.all.last?.3 == [4, 5])
+        team.mutableSet(\.members).replaceAll(with: [5, 6])
+        #expect(recorder.all.last?.0 == .replacement)
+        #expect(recorder.all.last?.2 == [4])
+        #expect(recorder.all.last?.3 == [6])
+        try team.mutableSetValue(forKey: "members", of: Int.self).formIntersection([6])
+        #expect(team.members == [6])
+        #expect(throws: KVOError.self) { _ = try team.mutableSetValue(forKey: "members", of: String.self) }
+        #expect(throws: KVOError.self) { _ = try team.mutableSetValue(forKey: "list", of: Int.self) }
+        _ = token.invalidate()
+    }
+
+    @Test func setValuesYieldWholeSets() async throws {
+        let team = AtkTeam()
+        let stream = try team.values(for: \.members, bufferingPolicy: .unbounded)
+        team.mutableSet(\.members).insert(1)
+        team.mutableSet(\.members).insert(2)
+        team.mutableSet(\.members).remove(1)
+        var seen: [Set<Int>] = []
+        for await v in stream {
+            seen.append(v)
+            if seen.count == 4 { break }
+        }
+        #expect(seen == [[], [1], [1, 2], [2]])
+    }
+
+    @Test func concurrentSetMutatorsExactlyOnce() throws {
+        let team = AtkTeam()
+        let delivered = Atomic<Int>(0)
+        let token = try team.observe(\.members) { _, _ in delivered.add(1, ordering: .relaxed) }
+        let lock = NSLock()
+        DispatchQueue.concurrentPerform(iterations: 4) { i in
+            for j in 0..<500 {
+                lock.lock()  // values are not atomic; notifications are what is counted
+                team.mutableSet(\.members).insert(i * 1000 + j)
+                lock.unlock()
+            }
+        }
+        #expect(delivered.load(ordering: .relaxed) == 2000)
+        #expect(team.members.count == 2000)
+        _ = token.invalidate()
     }
 }

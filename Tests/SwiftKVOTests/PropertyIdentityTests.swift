@@ -175,4 +175,67 @@ final class HelperBuiltTwin: KeyValueObservable, @unchecked Sendable {
         #expect(count.property?.valueType == Int.self)
         #expect(text.property?.valueType == String.self)
     }
+
+    @Test func nestedGenericPrivateAndLocalClassesObservable() throws {
+        final class Local: KeyValueObservable, @unchecked Sendable {
+            let kvoRegistrar = KVORegistrar()
+            @Observed var value = 0
+        }
+        let recorder = Recorder<String>()
+        let a = AtkOuter.Inner(), b = AtkOther.Inner(), p = AtkPrivate(), l = Local()
+        let gi = AtkGeneric(1), gs = AtkGeneric("s"), go = AtkGenericOuter<Int>.Inner()
+        var tokens: [ObservationToken] = []
+        tokens.append(try a.observe(\.value, options: .new) { _, c in recorder.add("a\(c.newValue!)") })
+        tokens.append(try b.observe(\.value, options: .new) { _, c in recorder.add("b\(c.newValue!)") })
+        tokens.append(try b.observe(\.token, options: .new) { _, c in recorder.add("t\(c.newValue!.raw)") })
+        tokens.append(try p.observe(\.value, options: .new) { _, c in recorder.add("p\(c.newValue!)") })
+        tokens.append(try l.observe(\.value, options: .new) { _, c in recorder.add("l\(c.newValue!)") })
+        tokens.append(try gi.observe(\.value, options: .new) { _, c in recorder.add("gi\(c.newValue!)") })
+        tokens.append(try gs.observe(\.value, options: .new) { _, c in recorder.add("gs\(c.newValue!)") })
+        tokens.append(try go.observe(\.value, options: .new) { _, c in recorder.add("go\(c.newValue!)") })
+        a.value = 1; b.value = 2; b.token = .init(raw: 7); p.value = 3; l.value = 4
+        gi.value = 5; gs.value = "x"; go.value = 6
+        #expect(recorder.all == ["a1", "b2", "t7", "p3", "l4", "gi5", "gsx", "go6"])
+        #expect(try gs.value(forKey: "value") as? String == "x")
+        try gs.setValue("y", forKey: "value")
+        #expect(gs.value == "y")
+        #expect(throws: KVOError.self) { try gi.setValue("y", forKey: "value") }
+        tokens.forEach { _ = $0.invalidate() }
+    }
+}
+
+final class AtkGeneric<T: Sendable>: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var value: T
+    init(_ value: T) { self.value = value }
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \AtkGeneric<T>.value] }
+}
+
+enum AtkOuter {
+    final class Inner: KeyValueObservable, @unchecked Sendable {
+        let kvoRegistrar = KVORegistrar()
+        @Observed var value = 0
+    }
+    struct Token: Hashable, Sendable { var raw = 0 }
+}
+
+enum AtkOther {
+    final class Inner: KeyValueObservable, @unchecked Sendable {
+        let kvoRegistrar = KVORegistrar()
+        @Observed var value = 0
+        @Observed var token = AtkOther.Token()
+    }
+    struct Token: Hashable, Sendable { var raw = 0 }
+}
+
+final class AtkGenericOuter<T> {
+    final class Inner: KeyValueObservable, @unchecked Sendable {
+        let kvoRegistrar = KVORegistrar()
+        @Observed var value = 0
+    }
+}
+
+private final class AtkPrivate: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var value = 0
 }

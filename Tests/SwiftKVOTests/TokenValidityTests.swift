@@ -76,4 +76,27 @@ import Testing
         #expect(!token.isValid)
         withExtendedLifetime(account) {}
     }
+
+    @Test func tokenValidityAfterDeath() throws {
+        var owner: AtkOwner? = AtkOwner()
+        let plain = try owner!.observe(\.label) { _, _ in }
+        let named = try owner!.observe(keyPath: "label") { _, _ in }
+        let chain = try owner!.observe(\.wallet?.balance) { _, _ in }
+        owner = nil
+        #expect(plain.isValid == false)
+        #expect(named.isValid == false)
+        #expect(chain.isValid == false)
+        #expect(plain.invalidate() == false)
+        #expect(named.invalidate() == false)
+        #expect(chain.invalidate() == false)
+    }
+
+    @Test func hubTokenValidityAfterSenderDeath() throws {
+        var sender: AtkOwner? = AtkOwner()
+        let token = try NotificationHub.default.addObserver(forName: "atk.note", object: sender) { _ in }
+        #expect(token.isValid)
+        sender = nil
+        #expect(token.isValid == false)
+        #expect(token.invalidate() == false)
+    }
 }
