@@ -70,18 +70,7 @@ extension Relay {
             state.withLock { $0.statistics.ownMessagesSkipped.addSaturating(1) }
             return nil
         }
-        var payload = payload
-        if let signing = configuration.signing {
-            switch signing.verify(payload) {
-            case .unsigned:
-                drop(.unsigned)
-                return nil
-            case .wronglySigned:
-                drop(.badSignature)
-                return nil
-            case .valid(let message): payload = message
-            }
-        }
+        guard let payload = verified(payload) else { return nil }
         guard let message = decode(payload) else {
             drop(.malformed)
             return nil
@@ -163,6 +152,22 @@ extension Relay {
             if !replication.isolation.runSynchronously(apply) { return { await replication.isolation.run(apply) } }
         }
         return nil
+    }
+
+    /// `payload` without its signature if signing is on and it is signed
+    /// with an accepted key; nil (dropped and counted) if it is not.
+    func verified(_ payload: String) -> String? {
+        guard let signing = configuration.signing else { return payload }
+        switch signing.verify(payload) {
+        case .unsigned:
+            drop(.unsigned)
+            return nil
+        case .wronglySigned:
+            drop(.badSignature)
+            return nil
+        case .valid(let message):
+            return message
+        }
     }
 
     /// A resynchronization owed to the application for one instance.

@@ -216,21 +216,11 @@ extension Relay {
     /// the value held is not applied and not counted as dropped.
     private func validated(_ row: RelayStateRow, decoder: JSONDecoder) -> LoadedEntry? {
         let limit = configuration.transport.maximumPayloadBytes
-        guard var payload = row.message, row.messageBytes <= limit, payload.utf8.count <= limit else {
+        guard let stored = row.message, row.messageBytes <= limit, stored.utf8.count <= limit else {
             drop(.oversized)
             return nil
         }
-        if let signing = configuration.signing {
-            switch signing.verify(payload) {
-            case .unsigned:
-                drop(.unsigned)
-                return nil
-            case .wronglySigned:
-                drop(.badSignature)
-                return nil
-            case .valid(let message): payload = message
-            }
-        }
+        guard let payload = verified(stored) else { return nil }
         guard
             let message = try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8)),
             message.envelope.v == Wire.version, Wire.isValidInstanceID(message.envelope.o),
