@@ -69,7 +69,9 @@
 ///   one) and into the name table.
 /// - Left as written, silently, as Swift's `@Observable` does: `let` properties (they never
 ///   change), `static`/`class` properties (observation is per object), computed properties
-///   without `@DependsOn` (nothing tells when they change), `weak` and `unowned` properties
+///   without `@DependsOn` (nothing tells when they change), `nonisolated(unsafe)` properties
+///   (a wrapper's storage could not carry the marker, and you synchronize them yourself), `weak`
+///   and `unowned` properties
 ///   (a weak reference turns `nil` with no assignment, which nothing could announce; a
 ///   property wrapper cannot hold one either). Observing one of these is refused
 ///   at run time with ``KVOError/unsupportedKeyPath``, naming the property.

@@ -18,7 +18,7 @@ enum ObservableMember {
     /// A stored `var` declaring several properties or a tuple: refused.
     case unsupportedPattern(KVOMacroDiagnostic)
     /// Everything the macro leaves as written: `let`, `static`/`class` properties, computed
-    /// properties without `@DependsOn`, `weak`/`unowned` properties, `@KVOIgnored`,
+    /// properties without `@DependsOn`, `weak`/`unowned` and `nonisolated(unsafe)` properties, `@KVOIgnored`,
     /// properties with another property wrapper, `kvoRegistrar`, and members that are not
     /// properties.
     case leftAlone
@@ -73,6 +73,14 @@ enum ObservableMember {
             $0.name.tokenKind == .keyword(.weak) || $0.name.tokenKind == .keyword(.unowned)
         }) {
             self = .leftAlone  // a weak reference turns nil with no assignment to announce
+            return
+        }
+        if variable.modifiers.contains(where: {
+            $0.name.tokenKind == .keyword(.nonisolated) && $0.detail?.detail.text == "unsafe"
+        }) {
+            // `nonisolated(unsafe)`: a wrapper's storage (`_hits`) would not carry the marker, and a
+            // `Sendable` class refuses that mutable storage; the user synchronizes it by hand.
+            self = .leftAlone
             return
         }
         if Self.swiftKVOWrappers.contains(where: variable.hasAttribute) {

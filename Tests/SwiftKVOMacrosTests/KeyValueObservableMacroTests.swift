@@ -165,6 +165,7 @@ import Testing
                 @clamped var lowered = 0
                 @MainActor var title = ""
                 weak var delegate: AnyObject?
+                nonisolated(unsafe) var hits = 0
                 func reset() {}
             }
             """,
@@ -183,6 +184,7 @@ import Testing
                     @MainActor
                     @Observed var title = ""
                     weak var delegate: AnyObject?
+                    nonisolated(unsafe) var hits = 0
                     func reset() {}
 
                     let kvoRegistrar = KVORegistrar()

@@ -110,6 +110,12 @@ private func diagnostics(compiling source: String, flags: [String] = []) throws 
                     public init() {}
                 }
 
+                @KeyValueObservable
+                final class Counter: Sendable {
+                    nonisolated(unsafe) var hits = 0
+                    let name = ""
+                }
+
                 final class Bin: Shelf {
                     @Observed var depth = 0
                     override class var observableKeyPaths: [String: AnyKeyPath] {

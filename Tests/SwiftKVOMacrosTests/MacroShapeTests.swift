@@ -54,6 +54,13 @@ final class MacroClamped: @unchecked Sendable {
     var name = ""
 }
 
+/// A `nonisolated(unsafe)` property in a checked `Sendable` class: left as written.
+@KeyValueObservable
+final class MacroCounter: Sendable {
+    nonisolated(unsafe) var hits = 0
+    let label = "counter"
+}
+
 /// A deprecated property: listed, and the table compiles without a warning.
 @KeyValueObservable
 final class MacroLegacy: @unchecked Sendable {
@@ -104,6 +111,13 @@ final class LocalDocument: MacroFixtureDocument, @unchecked Sendable {
         let object = MacroClamped()
         #expect(object.volume == 10)
         #expect(Set(MacroClamped.observableKeyPaths.keys) == ["name"])
+    }
+
+    @Test func aNonisolatedUnsafePropertyIsLeftAsWritten() {
+        let counter = MacroCounter()
+        counter.hits += 1
+        #expect(counter.hits == 1)
+        #expect(MacroCounter.observableKeyPaths.isEmpty)
     }
 
     @Test func aDeprecatedMemberIsListed() {
