@@ -300,10 +300,17 @@ extension ClassDeclSyntax {
     func inheritedObservableSuperclass(conformingTo protocols: [TypeSyntax]) -> String? {
         guard protocols.isEmpty, let inherited = inheritanceClause?.inheritedTypes, let first = inherited.first
         else { return nil }
-        let names = inherited.map { $0.type.trimmedDescription }
-        if names.contains("KeyValueObservable") || names.contains("SwiftKVO.KeyValueObservable")
-            || names.contains("SwiftKVOMacros.KeyValueObservable")
-        {
+        // The protocol itself, or SwiftKVO's protocols that refine it, named by the class: it
+        // conforms through them, not through a superclass. (A protocol of the user's own that
+        // refines it cannot be told from a superclass by syntax: it is taken for one when named first.)
+        let conformances: Set<String> = ["KeyValueObservable", "ObservationBridged"]
+        let modules: Set<String> = ["SwiftKVO", "SwiftKVOMacros"]
+        if inherited.contains(where: { inheritedType in
+            if let member = inheritedType.type.as(MemberTypeSyntax.self) {
+                return modules.contains(member.baseType.trimmedDescription) && conformances.contains(member.name.text)
+            }
+            return conformances.contains(inheritedType.type.trimmedDescription)
+        }) {
             return nil
         }
         return first.type.trimmedDescription

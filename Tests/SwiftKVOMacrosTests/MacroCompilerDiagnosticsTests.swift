@@ -90,6 +90,7 @@ private func diagnostics(compiling source: String, flags: [String] = []) throws 
     @Test func acceptedShapesCompileWithoutAWarning() throws {
         let found = try diagnostics(
             compiling: """
+                import Observation
                 import SwiftKVOMacros
 
                 @KeyValueObservable
@@ -108,6 +109,12 @@ private func diagnostics(compiling source: String, flags: [String] = []) throws 
                     var oldTags: Set<String> = []
                     @DependsOn(\\.tags) var count: Int { tags.count }
                     public init() {}
+                }
+
+                @KeyValueObservable
+                final class Bridged: SwiftKVO.ObservationBridged {
+                    let observationRegistrar = ObservationRegistrar()
+                    var name = ""
                 }
 
                 @KeyValueObservable

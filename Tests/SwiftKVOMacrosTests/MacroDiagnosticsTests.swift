@@ -431,6 +431,28 @@ import Testing
             alreadyConforming: true)
     }
 
+    @Test func aClassThatConformsThroughObservationBridgedIsNotTakenForASubclass() {
+        assertExpansion(
+            """
+            @KeyValueObservable
+            final class Bridged: ObservationBridged {
+                let observationRegistrar = ObservationRegistrar()
+            }
+            """,
+            expandedSource: """
+                final class Bridged: ObservationBridged {
+                    let observationRegistrar = ObservationRegistrar()
+
+                    let kvoRegistrar = KVORegistrar()
+
+                    static var observableKeyPaths: [String: AnyKeyPath] {
+                        [:]
+                    }
+                }
+                """,
+            alreadyConforming: true)
+    }
+
     @Test func aClassThatNamesTheProtocolItselfIsNotTakenForASubclass() {
         assertExpansion(
             """
