@@ -19,6 +19,8 @@ final class MacroCollections: @unchecked Sendable {
     @ObservedSet var alarms: Set<String> = []
     @ObservedArray var readings: [Int] = []
     @Observed var level = 0
+    /// Traps on an empty shelf: observing it must be refused from the table, never by running it.
+    var firstAlarm: String { alarms.sorted()[0] }
 }
 
 /// Members under `#if`: listed under the same `#if`.
@@ -35,6 +37,8 @@ final class MacroConditional: @unchecked Sendable {
     #elseif os(Linux) || os(macOS) || os(Windows) || os(iOS)
     var present: Set<Int> = []
     #endif
+    /// Traps while `always` is empty (see `MacroCollections.firstAlarm`).
+    var firstAlways: String { always[0] }
 }
 
 /// A property wrapper of the user's own, named in lowercase: left as written.
@@ -105,6 +109,13 @@ final class LocalDocument: MacroFixtureDocument, @unchecked Sendable {
         #expect(try object.value(forKey: "always") as? [String] == ["x"])
         try object.mutableSetValue(forKey: "present", of: Int.self).insert(2)
         #expect(object.present == [2])
+    }
+
+    /// Issue 34 item 3: with sets and `#if` members in the table, it is complete, so a computed
+    /// property is refused from it without its getter running (each getter here would trap).
+    @Test func aComputedPropertyBesideSetsAndIfMembersIsRefusedWithoutRunningItsGetter() {
+        #expect(throws: KVOError.unsupportedKeyPath) { _ = try MacroCollections().observe(\.firstAlarm) { _, _ in } }
+        #expect(throws: KVOError.unsupportedKeyPath) { _ = try MacroConditional().observe(\.firstAlways) { _, _ in } }
     }
 
     @Test func aLowercaseWrapperOfTheUsersOwnIsLeftAsWritten() {
