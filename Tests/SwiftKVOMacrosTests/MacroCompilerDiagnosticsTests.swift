@@ -102,6 +102,7 @@ private func diagnostics(compiling source: String, flags: [String] = []) throws 
                     var items: Array<Int> = []
                     #if DEBUG
                     var trace: [String] = []
+                    @DependsOn(\\.trace) var lastTrace: String? { trace.last }
                     #else
                     var level = 0
                     #endif
