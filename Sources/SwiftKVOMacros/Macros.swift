@@ -119,11 +119,26 @@ public macro KeyValueObservable() =
 /// so its table compiles without warnings.
 public protocol _KVODeprecatedKeyPaths {
     static var observableKeyPaths: [String: AnyKeyPath] { get }
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { get }
+}
+
+extension _KVODeprecatedKeyPaths {
+    /// None: a class lists here only the tables that have deprecated entries.
+    public static var observableKeyPaths: [String: AnyKeyPath] { [:] }
+    /// None (see ``observableKeyPaths``).
+    public static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { [:] }
 }
 
 /// `Keys.observableKeyPaths`, read through the protocol (see ``_KVODeprecatedKeyPaths``).
 public func _kvoKeyPathsOfDeprecatedMembers<Keys: _KVODeprecatedKeyPaths>(_: Keys.Type) -> [String: AnyKeyPath] {
     Keys.observableKeyPaths
+}
+
+/// `Keys.dependentKeyPaths`, read through the protocol (see ``_KVODeprecatedKeyPaths``).
+public func _kvoDependentKeyPathsOfDeprecatedMembers<Keys: _KVODeprecatedKeyPaths>(
+    _: Keys.Type
+) -> [AnyKeyPath: [AnyKeyPath]] {
+    Keys.dependentKeyPaths
 }
 
 @attached(peer)

@@ -100,27 +100,42 @@ extension KeyValueObservableMacro: MemberMacro {
                 }
             }
         }
+        // Deprecated members are named in tables of their own, in a nested type whose members are
+        // deprecated too, read through a protocol requirement: naming them there does not warn.
+        // A dependent key is listed there when it or one of its sources is deprecated.
+        let deprecatedNames = Set(
+            theClass.memberBlock.members.flatMap { $0.decl.declarations }.compactMap { decl -> String? in
+                guard let variable = decl.as(VariableDeclSyntax.self), variable.isDeprecated else { return nil }
+                return variable.bindings.first?.identifier
+            })
+        var deprecatedTables: [DeclSyntax] = []
+
         if !dependents.isEmpty, !foreignRoot {  // (after that error, a table would only add more)
             if let written = variables.first(where: { $0.declares("dependentKeyPaths") }) {
                 context.diagnose(Diagnostic(node: written, message: KVOMacroDiagnostic.dependentKeyPathsWrittenByHand))
             } else {
-                let body = tableBody(
-                    items.compactMap {
-                        $0.compactMap { member, _ in
-                            guard case .dependent(let name, let sources) = member else { return nil }
-                            return (
-                                "\\\(className).\(name)",
-                                "[\(sources.map { rooted($0, in: className) }.joined(separator: ", "))]"
-                            )
+                let entries = items.compactMap {
+                    $0.compactMap { member, isDeprecated -> (String, String, Bool)? in
+                        guard case .dependent(let name, let sources) = member else { return nil }
+                        let namesDeprecated = sources.contains {
+                            $0.components.first.map { deprecatedNames.contains($0.component.trimmedDescription) } ?? false
                         }
-                    },
-                    type: "[AnyKeyPath: [AnyKeyPath]]")
+                        return (
+                            "\\\(className).\(name)",
+                            "[\(sources.map { rooted($0, in: className) }.joined(separator: ", "))]",
+                            isDeprecated || namesDeprecated
+                        )
+                    }
+                }
+                let (body, deprecatedDeclaration) = tables(
+                    entries, name: "dependentKeyPaths", type: "[AnyKeyPath: [AnyKeyPath]]", className: className)
                 generated.append(
                     """
                     \(raw: tableAccess)\(raw: tableKeyword) var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
                         \(raw: body)
                     }
                     """)
+                deprecatedTables += deprecatedDeclaration.map { [$0] } ?? []
             }
         }
 
@@ -133,40 +148,54 @@ extension KeyValueObservableMacro: MemberMacro {
                     }
                 }
             }
-            let current = entries.compactMap {
-                $0.compactMap { key, value, isDeprecated in isDeprecated ? nil : (key, value) }
-            }
-            let deprecated = entries.compactMap {
-                $0.compactMap { key, value, isDeprecated in isDeprecated ? (key, value) : nil }
-            }
-            // Deprecated members are named in a table of their own, itself deprecated, and read
-            // through a protocol requirement: naming them does not warn there.
-            let hasDeprecated = deprecated.contains { $0.hasEntries }
-            let body = tableBody(
-                current, type: "[String: AnyKeyPath]",
-                merging: hasDeprecated ? "_kvoKeyPathsOfDeprecatedMembers(\(deprecatedTable).self)" : nil)
+            let (body, deprecatedDeclaration) = tables(
+                entries, name: "observableKeyPaths", type: "[String: AnyKeyPath]", className: className)
             generated.append(
                 """
                 \(raw: tableAccess)\(raw: tableKeyword) var observableKeyPaths: [String: AnyKeyPath] {
                     \(raw: body)
                 }
                 """)
-            if hasDeprecated {
-                let message = "the deprecated members of '\(className)', named where that does not warn"
-                let deprecatedBody = tableBody(deprecated, type: "[String: AnyKeyPath]")
-                    .split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n    ")
-                generated.append(
-                    """
-                    private enum \(raw: deprecatedTable): _KVODeprecatedKeyPaths {
-                        @available(*, deprecated, message: "\(raw: message)")
-                        static var observableKeyPaths: [String: AnyKeyPath] {
-                            \(raw: deprecatedBody)
-                        }
-                    }
-                    """)
+            deprecatedTables += deprecatedDeclaration.map { [$0] } ?? []
+        }
+
+        if !deprecatedTables.isEmpty {
+            let declarations = deprecatedTables.map {
+                "    " + $0.description.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n    ")
             }
+            generated.append(
+                """
+                private enum \(raw: deprecatedTable): _KVODeprecatedKeyPaths {
+                \(raw: declarations.joined(separator: "\n\n"))
+                }
+                """)
         }
         return generated
+    }
+
+    /// A table's getter body for the current entries, and the deprecated table's declaration
+    /// (for the nested type) when some entries are deprecated; each entry is (key, value, deprecated).
+    static func tables(
+        _ entries: [TableItem<(String, String, Bool)>], name: String, type: String, className: String
+    ) -> (body: String, deprecated: DeclSyntax?) {
+        let current = entries.compactMap {
+            $0.compactMap { key, value, isDeprecated in isDeprecated ? nil : (key, value) }
+        }
+        let deprecated = entries.compactMap {
+            $0.compactMap { key, value, isDeprecated in isDeprecated ? (key, value) : nil }
+        }
+        guard deprecated.contains(where: { $0.hasEntries }) else { return (tableBody(current, type: type), nil) }
+        let reader =
+            name == "observableKeyPaths" ? "_kvoKeyPathsOfDeprecatedMembers" : "_kvoDependentKeyPathsOfDeprecatedMembers"
+        let body = tableBody(current, type: type, merging: "\(reader)(\(deprecatedTable).self)")
+        let message = "the deprecated members of '\(className)', named where that does not warn"
+        let table: DeclSyntax = """
+            @available(*, deprecated, message: "\(raw: message)")
+            static var \(raw: name): \(raw: type) {
+                \(raw: tableBody(deprecated, type: type))
+            }
+            """
+        return (body, table)
     }
 
     /// The nested type that lists the class's deprecated members.

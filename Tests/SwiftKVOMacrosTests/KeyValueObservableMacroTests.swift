@@ -455,6 +455,74 @@ import Testing
                 }
                 """#)
     }
+    @Test func aDependentKeyOnADeprecatedSourceIsListedWhereNamingItDoesNotWarn() {
+        assertExpansion(
+            #"""
+            @KeyValueObservable
+            final class Legacy {
+                var name = ""
+                @available(*, deprecated)
+                var title = ""
+                @DependsOn(\.title) var heading: String { "" }
+                @DependsOn(\.name) var upper: String { name.uppercased() }
+            }
+            """#,
+            expandedSource: #"""
+                final class Legacy {
+                    @Observed
+                    var name = ""
+                    @available(*, deprecated)
+                    @Observed
+                    var title = ""
+                    var heading: String { "" }
+                    var upper: String { name.uppercased() }
+
+                    let kvoRegistrar = KVORegistrar()
+
+                    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+                        var table: [AnyKeyPath: [AnyKeyPath]] = [
+                            \Legacy.upper: [\Legacy.name],
+                        ]
+                        table.merge(_kvoDependentKeyPathsOfDeprecatedMembers(_KVODeprecatedMembers.self)) { current, _ in
+                            current
+                        }
+                        return table
+                    }
+
+                    static var observableKeyPaths: [String: AnyKeyPath] {
+                        var table: [String: AnyKeyPath] = [
+                            "name": \Legacy.name,
+                            "heading": \Legacy.heading,
+                            "upper": \Legacy.upper,
+                        ]
+                        table.merge(_kvoKeyPathsOfDeprecatedMembers(_KVODeprecatedMembers.self)) { current, _ in
+                            current
+                        }
+                        return table
+                    }
+
+                    private enum _KVODeprecatedMembers: _KVODeprecatedKeyPaths {
+                        @available(*, deprecated, message: "the deprecated members of 'Legacy', named where that does not warn")
+                        static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+                            [
+                                \Legacy.heading: [\Legacy.title],
+                            ]
+                        }
+
+                        @available(*, deprecated, message: "the deprecated members of 'Legacy', named where that does not warn")
+                        static var observableKeyPaths: [String: AnyKeyPath] {
+                            [
+                                "title": \Legacy.title,
+                            ]
+                        }
+                    }
+                }
+
+                extension Legacy: KeyValueObservable {
+                }
+                """#)
+    }
+
     @Test func deprecatedMembersAreListedWhereNamingThemDoesNotWarn() {
         assertExpansion(
             """

@@ -108,6 +108,7 @@ private func diagnostics(compiling source: String, flags: [String] = []) throws 
                     #endif
                     @available(*, deprecated, message: "use tags")
                     var oldTags: Set<String> = []
+                    @DependsOn(\\.oldTags) var oldCount: Int { 0 }
                     @DependsOn(\\.tags) var count: Int { tags.count }
                     public init() {}
                 }
