@@ -113,10 +113,18 @@ let package = Package(
             dependencies: [
                 "SwiftKVOMacros",
                 .target(name: "SwiftKVOMacrosPlugin", condition: macros),
+                .target(name: "SwiftKVOMacroFixtures", condition: macros),
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax", condition: macros),
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax", condition: macros),
             ],
             path: "Tests/SwiftKVOMacrosTests"
+        ),
+        // Macro classes of a module of their own, which SwiftKVOMacrosTests subclasses: a table that
+        // cannot be overridden from another module fails to compile there.
+        .target(
+            name: "SwiftKVOMacroFixtures",
+            dependencies: ["SwiftKVOMacros"],
+            path: "Tests/SwiftKVOMacroFixtures"
         ),
         // A malloc-counting shim for SwiftKVOTests' allocation test (interposes malloc & co.).
         .target(

@@ -52,20 +52,26 @@
 ///
 /// ## What each member becomes
 /// - A stored instance `var` gets `@Observed`; `@ObservedArray` when its *written* type is
-///   `[T]` or `Array<T>` (insertion, removal and replacement with indexes). The macro sees
-///   syntax, not types: `var ids = [1, 2]` gets `@Observed`; write `var ids: [Int] = [1, 2]`
-///   for the array form. `[T]?` gets `@Observed`.
-/// - A property you marked `@Observed` (e.g. `@Observed(notifiesAutomatically: false)`) or
-///   `@ObservedArray` keeps your attribute and is listed in the name table.
+///   `[T]` or `Array<T>` (insertion, removal and replacement with indexes), `@ObservedSet` when
+///   it is `Set<T>` (insertion, removal and replacement of members), also through a typealias
+///   declared in the class. The macro sees syntax, not types: `var ids = [1, 2]` gets
+///   `@Observed`; write `var ids: [Int] = [1, 2]` for the array form. `[T]?` and `Set<T>?` get
+///   `@Observed`.
+/// - A property you marked `@Observed` (e.g. `@Observed(notifiesAutomatically: false)`),
+///   `@ObservedArray` or `@ObservedSet` keeps your attribute and is listed in the name table.
+/// - Properties under `#if` are listed in the name table under the same `#if`.
+/// - A deprecated property is listed without a deprecation warning.
 /// - ``KVOIgnored()`` properties, and properties with another property wrapper (any
-///   capitalized attribute other than `@MainActor`, so also a global actor of your own),
-///   are left as written and not listed.
+///   custom attribute other than `@MainActor`, capitalized or not: `@clamped` too, so also a
+///   global actor of your own), are left as written and not listed.
 /// - A computed property with `@DependsOn` is a
 ///   dependent key: it goes into `dependentKeyPaths` (generated only when some property has
 ///   one) and into the name table.
 /// - Left as written, silently, as Swift's `@Observable` does: `let` properties (they never
 ///   change), `static`/`class` properties (observation is per object), computed properties
-///   without `@DependsOn` (nothing tells when they change), `weak` and `unowned` properties
+///   without `@DependsOn` (nothing tells when they change), `nonisolated(unsafe)` properties
+///   (a wrapper's storage could not carry the marker, and you synchronize them yourself), `weak`
+///   and `unowned` properties
 ///   (a weak reference turns `nil` with no assignment, which nothing could announce; a
 ///   property wrapper cannot hold one either). Observing one of these is refused
 ///   at run time with ``KVOError/unsupportedKeyPath``, naming the property.
@@ -75,10 +81,12 @@
 ///   `observableKeyPaths` you wrote is kept (writing `dependentKeyPaths` and using
 ///   `@DependsOn` too is an error: declare dependencies in one place).
 /// - The generated members take the class's access level (`public` for a `public` or `open`
-///   class), as the protocol requires.
+///   class), as the protocol requires; an `open` class's tables are `open class var`.
 ///
 /// ## Errors, at the attribute or the declaration at fault
 /// - On a struct, enum, actor or protocol: the macro applies to classes only.
+/// - On a subclass of an observable class: it inherits the conformance; the fix-it removes
+///   the attribute.
 /// - `lazy var`: its first read stores without notifying; the fix-it marks it `@KVOIgnored`.
 /// - `var a = 0, b = 0` or a tuple pattern: declare one property per line (a property wrapper
 ///   applies to one property).
@@ -86,10 +94,12 @@
 /// ## Classes that are not final
 /// The two tables are then `class var`, so a subclass can override them
 /// (`override class var observableKeyPaths { super.observableKeyPaths.merging(…) }`) and mark
-/// its own properties `@Observed`. A subclass inherits the conformance and the registrar: do
-/// not apply `@KeyValueObservable` to it again (the macro cannot see the superclass and would
-/// declare a second `kvoRegistrar`, which the compiler rejects).
-@attached(member, names: named(kvoRegistrar), named(dependentKeyPaths), named(observableKeyPaths))
+/// its own properties `@Observed`. A subclass inherits the conformance and the registrar: the
+/// macro applied to it again is refused, with a fix-it that removes it. In an `open` class the
+/// tables are `open class var`, so a subclass in another module overrides them too.
+@attached(
+    member, conformances: KeyValueObservable,
+    names: named(kvoRegistrar), named(dependentKeyPaths), named(observableKeyPaths), named(_KVODeprecatedMembers))
 @attached(memberAttribute)
 @attached(extension, conformances: KeyValueObservable)
 public macro KeyValueObservable() =
@@ -104,6 +114,33 @@ public macro KeyValueObservable() =
 /// ```
 ///
 /// A marker read by ``KeyValueObservable()``; it expands to nothing.
+/// Reads the table of a class's deprecated members through a protocol requirement, where naming
+/// them does not warn: `@KeyValueObservable` lists a `@available(*, deprecated)` property this way,
+/// so its table compiles without warnings.
+public protocol _KVODeprecatedKeyPaths {
+    static var observableKeyPaths: [String: AnyKeyPath] { get }
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { get }
+}
+
+extension _KVODeprecatedKeyPaths {
+    /// None: a class lists here only the tables that have deprecated entries.
+    public static var observableKeyPaths: [String: AnyKeyPath] { [:] }
+    /// None (see ``observableKeyPaths``).
+    public static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { [:] }
+}
+
+/// `Keys.observableKeyPaths`, read through the protocol (see ``_KVODeprecatedKeyPaths``).
+public func _kvoKeyPathsOfDeprecatedMembers<Keys: _KVODeprecatedKeyPaths>(_: Keys.Type) -> [String: AnyKeyPath] {
+    Keys.observableKeyPaths
+}
+
+/// `Keys.dependentKeyPaths`, read through the protocol (see ``_KVODeprecatedKeyPaths``).
+public func _kvoDependentKeyPathsOfDeprecatedMembers<Keys: _KVODeprecatedKeyPaths>(
+    _: Keys.Type
+) -> [AnyKeyPath: [AnyKeyPath]] {
+    Keys.dependentKeyPaths
+}
+
 @attached(peer)
 public macro KVOIgnored() = #externalMacro(module: "SwiftKVOMacrosPlugin", type: "KVOIgnoredMacro")
 

@@ -16,6 +16,8 @@ enum KVOMacroDiagnostic: DiagnosticMessage {
     case dependsOnNotAKeyPath
     case dependsOnChain(String)
     case dependsOnForeignRoot(keyPath: String, className: String)
+    case reappliedOnSubclass(className: String, superclass: String)
+    case localClass(String)
 
     var message: String {
         switch self {
@@ -51,6 +53,10 @@ enum KVOMacroDiagnostic: DiagnosticMessage {
             return "'@DependsOn' sources are properties of this class or its other dependent keys; '\(keyPath)' reaches through another object, which a dependent key does not follow: depend on its first property, or observe the chain itself"
         case .dependsOnForeignRoot(let keyPath, let className):
             return "'@DependsOn' sources are properties of '\(className)'; '\(keyPath)' is rooted elsewhere: write it '\\.name'"
+        case .localClass(let name):
+            return "'@KeyValueObservable' cannot declare the local class '\(name)' observable: its conformance is an extension, which a function cannot contain; declare '\(name)' outside the function"
+        case .reappliedOnSubclass(let className, let superclass):
+            return "'\(className)' inherits 'KeyValueObservable' from '\(superclass)': remove '@KeyValueObservable'; a subclass inherits it, and declares its own properties with '@Observed', '@ObservedArray' or '@ObservedSet' and its keys by overriding 'observableKeyPaths'"
         }
     }
 
@@ -70,6 +76,8 @@ enum KVOMacroDiagnostic: DiagnosticMessage {
             case .dependsOnNotAKeyPath: "dependsOnNotAKeyPath"
             case .dependsOnChain: "dependsOnChain"
             case .dependsOnForeignRoot: "dependsOnForeignRoot"
+            case .reappliedOnSubclass: "reappliedOnSubclass"
+            case .localClass: "localClass"
             }
         return MessageID(domain: "SwiftKVOMacros", id: id)
     }
@@ -82,12 +90,14 @@ enum KVOMacroFixIt: FixItMessage {
     case addKVOIgnored
     case removeDependsOn
     case declareRegistrar
+    case removeKeyValueObservable
 
     var message: String {
         switch self {
         case .addKVOIgnored: "Insert '@KVOIgnored '"
         case .removeDependsOn: "Remove '@DependsOn'"
         case .declareRegistrar: "Replace with 'let kvoRegistrar = KVORegistrar()'"
+        case .removeKeyValueObservable: "Remove '@KeyValueObservable'"
         }
     }
 
@@ -96,6 +106,7 @@ enum KVOMacroFixIt: FixItMessage {
         case .addKVOIgnored: MessageID(domain: "SwiftKVOMacros", id: "addKVOIgnored")
         case .removeDependsOn: MessageID(domain: "SwiftKVOMacros", id: "removeDependsOn")
         case .declareRegistrar: MessageID(domain: "SwiftKVOMacros", id: "declareRegistrar")
+        case .removeKeyValueObservable: MessageID(domain: "SwiftKVOMacros", id: "removeKeyValueObservable")
         }
     }
 }

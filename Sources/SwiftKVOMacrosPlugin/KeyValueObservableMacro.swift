@@ -30,12 +30,40 @@ extension KeyValueObservableMacro: MemberMacro {
             context.diagnose(Diagnostic(node: node, message: notAClass(declaration)))
             return []
         }
+        if context.isInsideAFunction {
+            context.diagnose(Diagnostic(node: node, message: KVOMacroDiagnostic.localClass(theClass.name.text)))
+            return []
+        }
+        if let superclass = theClass.inheritedObservableSuperclass(conformingTo: protocols) {
+            context.diagnose(
+                Diagnostic(
+                    node: node,
+                    message: KVOMacroDiagnostic.reappliedOnSubclass(
+                        className: theClass.name.text, superclass: superclass),
+                    fixIt: FixIt(
+                        message: KVOMacroFixIt.removeKeyValueObservable, changes: theClass.removing(attribute: node))))
+            return []
+        }
         let className = theClass.name.text
         let access = theClass.memberAccess
+        // An open class's tables are `open`, so a subclass in another module can override them.
+        let tableAccess = theClass.isOpen && !theClass.isFinal ? "open " : access
         let tableKeyword = theClass.isFinal ? "static" : "class"
         let variables = theClass.memberBlock.members.compactMap { $0.decl.as(VariableDeclSyntax.self) }
-        let members = theClass.memberBlock.members.map { ObservableMember($0.decl) }
+        let aliases = theClass.memberBlock.typealiases
+        let members = theClass.memberBlock.members.flatMap { $0.decl.declarations }.map {
+            ObservableMember($0, aliases: aliases)
+        }
+        let items = theClass.memberBlock.members.tableItems(aliases: aliases)
         var generated: [DeclSyntax] = []
+
+        // Reported here, once for the declaration, rather than by the member-attribute role,
+        // which the compiler runs once for each property a declaration declares.
+        for member in theClass.memberBlock.members.flatMap({ $0.decl.declarations }) {
+            if case .unsupportedPattern(let message) = ObservableMember(member, aliases: aliases) {
+                context.diagnose(Diagnostic(node: member, message: message))
+            }
+        }
 
         if let registrar = variables.first(where: { $0.declares("kvoRegistrar") }) {
             if !registrar.isRegistrarShaped {
@@ -72,35 +100,137 @@ extension KeyValueObservableMacro: MemberMacro {
                 }
             }
         }
+        // Deprecated members are named in tables of their own, in a nested type whose members are
+        // deprecated too, read through a protocol requirement: naming them there does not warn.
+        // A dependent key is listed there when it or one of its sources is deprecated.
+        let deprecatedNames = Set(
+            theClass.memberBlock.members.flatMap { $0.decl.declarations }.compactMap { decl -> String? in
+                guard let variable = decl.as(VariableDeclSyntax.self), variable.isDeprecated else { return nil }
+                return variable.bindings.first?.identifier
+            })
+        var deprecatedTables: [DeclSyntax] = []
+
         if !dependents.isEmpty, !foreignRoot {  // (after that error, a table would only add more)
             if let written = variables.first(where: { $0.declares("dependentKeyPaths") }) {
                 context.diagnose(Diagnostic(node: written, message: KVOMacroDiagnostic.dependentKeyPathsWrittenByHand))
             } else {
-                let entries = dependents.map { name, sources in
-                    "\\\(className).\(name): [\(sources.map { rooted($0, in: className) }.joined(separator: ", "))]"
+                let entries = items.compactMap {
+                    $0.compactMap { member, isDeprecated -> (String, String, Bool)? in
+                        guard case .dependent(let name, let sources) = member else { return nil }
+                        let namesDeprecated = sources.contains {
+                            $0.components.first.map { deprecatedNames.contains($0.component.trimmedDescription) } ?? false
+                        }
+                        return (
+                            "\\\(className).\(name)",
+                            "[\(sources.map { rooted($0, in: className) }.joined(separator: ", "))]",
+                            isDeprecated || namesDeprecated
+                        )
+                    }
                 }
+                let (body, deprecatedDeclaration) = tables(
+                    entries, name: "dependentKeyPaths", type: "[AnyKeyPath: [AnyKeyPath]]", className: className)
                 generated.append(
                     """
-                    \(raw: access)\(raw: tableKeyword) var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
-                        \(raw: dictionaryLiteral(entries))
+                    \(raw: tableAccess)\(raw: tableKeyword) var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+                        \(raw: body)
                     }
                     """)
+                deprecatedTables += deprecatedDeclaration.map { [$0] } ?? []
             }
         }
 
         if !variables.contains(where: { $0.declares("observableKeyPaths") }) {
             // Keyed by the plain name: `default` for a property declared `` `default` ``.
-            let entries = members.compactMap(\.tableName).map { name in
-                "\"\(name.filter { $0 != "`" })\": \\\(className).\(name)"
+            let entries = items.compactMap {
+                $0.compactMap { member, isDeprecated in
+                    member.tableName.map { name in
+                        ("\"\(name.filter { $0 != "`" })\"", "\\\(className).\(name)", isDeprecated)
+                    }
+                }
+            }
+            let (body, deprecatedDeclaration) = tables(
+                entries, name: "observableKeyPaths", type: "[String: AnyKeyPath]", className: className)
+            generated.append(
+                """
+                \(raw: tableAccess)\(raw: tableKeyword) var observableKeyPaths: [String: AnyKeyPath] {
+                    \(raw: body)
+                }
+                """)
+            deprecatedTables += deprecatedDeclaration.map { [$0] } ?? []
+        }
+
+        if !deprecatedTables.isEmpty {
+            let declarations = deprecatedTables.map {
+                "    " + $0.description.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n    ")
             }
             generated.append(
                 """
-                \(raw: access)\(raw: tableKeyword) var observableKeyPaths: [String: AnyKeyPath] {
-                    \(raw: dictionaryLiteral(entries))
+                private enum \(raw: deprecatedTable): _KVODeprecatedKeyPaths {
+                \(raw: declarations.joined(separator: "\n\n"))
                 }
                 """)
         }
         return generated
+    }
+
+    /// A table's getter body for the current entries, and the deprecated table's declaration
+    /// (for the nested type) when some entries are deprecated; each entry is (key, value, deprecated).
+    static func tables(
+        _ entries: [TableItem<(String, String, Bool)>], name: String, type: String, className: String
+    ) -> (body: String, deprecated: DeclSyntax?) {
+        let current = entries.compactMap {
+            $0.compactMap { key, value, isDeprecated in isDeprecated ? nil : (key, value) }
+        }
+        let deprecated = entries.compactMap {
+            $0.compactMap { key, value, isDeprecated in isDeprecated ? (key, value) : nil }
+        }
+        guard deprecated.contains(where: { $0.hasEntries }) else { return (tableBody(current, type: type), nil) }
+        let reader =
+            name == "observableKeyPaths" ? "_kvoKeyPathsOfDeprecatedMembers" : "_kvoDependentKeyPathsOfDeprecatedMembers"
+        let body = tableBody(current, type: type, merging: "\(reader)(\(deprecatedTable).self)")
+        let message = "the deprecated members of '\(className)', named where that does not warn"
+        let table: DeclSyntax = """
+            @available(*, deprecated, message: "\(raw: message)")
+            static var \(raw: name): \(raw: type) {
+                \(raw: tableBody(deprecated, type: type))
+            }
+            """
+        return (body, table)
+    }
+
+    /// The nested type that lists the class's deprecated members.
+    static let deprecatedTable = "_KVODeprecatedMembers"
+
+    /// A table's getter: a dictionary literal, or, when members are declared under `#if` or
+    /// another table is merged in (`merging`), the literal of the others completed under the same
+    /// `#if`.
+    static func tableBody(_ items: [TableItem<(String, String)>], type: String, merging: String? = nil) -> String {
+        var plain: [String] = []
+        var conditional: [String] = []
+        func lines(_ items: [TableItem<(String, String)>], topLevel: Bool) {
+            for item in items {
+                switch item {
+                case .entry(let (key, value)):
+                    if topLevel {
+                        plain.append("\(key): \(value)")
+                    } else {
+                        conditional.append("table[\(key)] = \(value)")
+                    }
+                case .conditional(let clauses):
+                    guard clauses.contains(where: { $0.items.contains { $0.hasEntries } }) else { continue }
+                    for clause in clauses {
+                        conditional.append(clause.condition)
+                        lines(clause.items, topLevel: false)
+                    }
+                    conditional.append("#endif")
+                }
+            }
+        }
+        lines(items, topLevel: true)
+        if let merging { conditional.append("table.merge(\(merging)) { current, _ in current }") }
+        if conditional.isEmpty { return dictionaryLiteral(plain) }
+        return (["var table: \(type) = \(dictionaryLiteral(plain))"] + conditional + ["return table"])
+            .joined(separator: "\n    ")
     }
 
     /// `\.name` and `\Self.name` rooted in the class (`\Account.name`: the declaring class, also
@@ -138,8 +268,8 @@ extension KeyValueObservableMacro: MemberAttributeMacro {
         providingAttributesFor member: some DeclSyntaxProtocol,
         in context: some MacroExpansionContext
     ) throws -> [AttributeSyntax] {
-        guard declaration.is(ClassDeclSyntax.self) else { return [] }
-        switch ObservableMember(member) {
+        guard let theClass = declaration.as(ClassDeclSyntax.self), !context.isInsideAFunction else { return [] }
+        switch ObservableMember(member, aliases: theClass.memberBlock.typealiases) {
         case .observe(_, let wrapper):
             return ["@\(raw: wrapper)"]
         case .lazy(let name, let modifier):
@@ -156,10 +286,7 @@ extension KeyValueObservableMacro: MemberAttributeMacro {
                             ])))
             }
             return []
-        case .unsupportedPattern(let message):
-            context.diagnose(Diagnostic(node: member, message: message))
-            return []
-        case .observedByHand, .dependent, .leftAlone:
+        case .observedByHand, .dependent, .leftAlone, .unsupportedPattern:  // (the member role reports a pattern)
             return []
         }
     }
@@ -175,13 +302,64 @@ extension KeyValueObservableMacro: ExtensionMacro {
     ) throws -> [ExtensionDeclSyntax] {
         // Nothing for what is not a class (the member role reports it), nor for a class that
         // conforms already (the compiler then passes no protocol).
-        guard declaration.is(ClassDeclSyntax.self), !protocols.isEmpty else { return [] }
+        // Nor inside a function, where an extension cannot be declared (the member role reports it).
+        guard declaration.is(ClassDeclSyntax.self), !protocols.isEmpty, !context.isInsideAFunction else { return [] }
         return [try ExtensionDeclSyntax("extension \(type.trimmed): KeyValueObservable {}")]
+    }
+}
+
+extension MacroExpansionContext {
+    /// Whether the class is declared inside a function, closure or accessor (a local class).
+    var isInsideAFunction: Bool {
+        lexicalContext.contains { context in
+            !(context.is(ClassDeclSyntax.self) || context.is(StructDeclSyntax.self) || context.is(EnumDeclSyntax.self)
+                || context.is(ActorDeclSyntax.self) || context.is(ExtensionDeclSyntax.self)
+                || context.is(ProtocolDeclSyntax.self))
+        }
     }
 }
 
 extension ClassDeclSyntax {
     var isFinal: Bool { modifiers.contains { $0.name.tokenKind == .keyword(.final) } }
+    var isOpen: Bool { modifiers.contains { $0.name.tokenKind == .keyword(.open) } }
+
+    /// The superclass named first in the inheritance clause, when the compiler says the class
+    /// conforms to `KeyValueObservable` already (it passes no protocol) and the class does not
+    /// name the protocol itself: the macro was applied again on a subclass.
+    func inheritedObservableSuperclass(conformingTo protocols: [TypeSyntax]) -> String? {
+        guard protocols.isEmpty, let inherited = inheritanceClause?.inheritedTypes, let first = inherited.first
+        else { return nil }
+        // The protocol itself, or SwiftKVO's protocols that refine it, named by the class: it
+        // conforms through them, not through a superclass. (A protocol of the user's own that
+        // refines it cannot be told from a superclass by syntax: it is taken for one when named first.)
+        let conformances: Set<String> = ["KeyValueObservable", "ObservationBridged"]
+        let modules: Set<String> = ["SwiftKVO", "SwiftKVOMacros"]
+        if inherited.contains(where: { inheritedType in
+            if let member = inheritedType.type.as(MemberTypeSyntax.self) {
+                return modules.contains(member.baseType.trimmedDescription) && conformances.contains(member.name.text)
+            }
+            return conformances.contains(inheritedType.type.trimmedDescription)
+        }) {
+            return nil
+        }
+        return first.type.trimmedDescription
+    }
+
+    /// The changes that remove `attribute` (for a fix-it); the declaration's first token keeps the
+    /// attribute's indentation when no other attribute is left.
+    func removing(attribute: AttributeSyntax) -> [FixIt.Change] {
+        let kept = attributes.filter { element in
+            if case .attribute(let other) = element { return other.trimmedDescription != attribute.trimmedDescription }
+            return true
+        }
+        var changes: [FixIt.Change] = [.replace(oldNode: Syntax(attributes), newNode: Syntax(kept))]
+        if kept.isEmpty,
+            let next = attributes.lastToken(viewMode: .sourceAccurate)?.nextToken(viewMode: .sourceAccurate)
+        {
+            changes.append(.replaceLeadingTrivia(token: next, newTrivia: attributes.leadingTrivia))
+        }
+        return changes
+    }
 
     /// The access the generated members need to witness the protocol: as the class's own.
     var memberAccess: String {

@@ -4,10 +4,12 @@ import SwiftSyntax
 /// What `@KeyValueObservable` does with one member of the class, decided from its declaration
 /// alone (the macro sees syntax, not types).
 enum ObservableMember {
-    /// A stored instance `var` the macro makes observable: it writes `@Observed`, or
-    /// `@ObservedArray` when the written type is `[T]` or `Array<T>`.
+    /// A stored instance `var` the macro makes observable: it writes `@Observed`,
+    /// `@ObservedArray` when the written type is `[T]` or `Array<T>`, `@ObservedSet` when it is
+    /// `Set<T>` (also through a typealias declared in the class).
     case observe(name: String, wrapper: String)
-    /// A stored instance `var` the user already marked `@Observed` or `@ObservedArray`.
+    /// A stored instance `var` the user already marked `@Observed`, `@ObservedArray` or
+    /// `@ObservedSet`.
     case observedByHand(name: String)
     /// A computed property with a valid `@DependsOn`: a dependent key.
     case dependent(name: String, sources: [KeyPathExprSyntax])
@@ -16,7 +18,7 @@ enum ObservableMember {
     /// A stored `var` declaring several properties or a tuple: refused.
     case unsupportedPattern(KVOMacroDiagnostic)
     /// Everything the macro leaves as written: `let`, `static`/`class` properties, computed
-    /// properties without `@DependsOn`, `weak`/`unowned` properties, `@KVOIgnored`,
+    /// properties without `@DependsOn`, `weak`/`unowned` and `nonisolated(unsafe)` properties, `@KVOIgnored`,
     /// properties with another property wrapper, `kvoRegistrar`, and members that are not
     /// properties.
     case leftAlone
@@ -29,7 +31,12 @@ enum ObservableMember {
         }
     }
 
-    init(_ member: some DeclSyntaxProtocol) {
+    /// The wrappers SwiftKVO declares, which the table lists when written by hand.
+    static let swiftKVOWrappers = ["Observed", "ObservedArray", "ObservedSet"]
+
+    /// - Parameter aliases: the typealiases declared in the class, by name, followed to tell a
+    ///   collection from a plain value.
+    init(_ member: some DeclSyntaxProtocol, aliases: [String: TypeSyntax] = [:]) {
         guard let variable = member.as(VariableDeclSyntax.self) else {
             self = .leftAlone
             return
@@ -68,7 +75,15 @@ enum ObservableMember {
             self = .leftAlone  // a weak reference turns nil with no assignment to announce
             return
         }
-        if variable.hasAttribute("Observed") || variable.hasAttribute("ObservedArray") {
+        if variable.modifiers.contains(where: {
+            $0.name.tokenKind == .keyword(.nonisolated) && $0.detail?.detail.text == "unsafe"
+        }) {
+            // `nonisolated(unsafe)`: a wrapper's storage (`_hits`) would not carry the marker, and a
+            // `Sendable` class refuses that mutable storage; the user synchronizes it by hand.
+            self = .leftAlone
+            return
+        }
+        if Self.swiftKVOWrappers.contains(where: variable.hasAttribute) {
             self = variable.bindings.first?.identifier.map { .observedByHand(name: $0) } ?? .leftAlone
             return
         }
@@ -88,8 +103,86 @@ enum ObservableMember {
             self = .leftAlone
             return
         }
-        let isArray = binding.typeAnnotation.map { $0.type.isArray } ?? false
-        self = .observe(name: name, wrapper: isArray ? "ObservedArray" : "Observed")
+        let wrapper =
+            switch binding.typeAnnotation?.type.collectionKind(aliases: aliases) {
+            case .array: "ObservedArray"
+            case .set: "ObservedSet"
+            case nil: "Observed"
+            }
+        self = .observe(name: name, wrapper: wrapper)
+    }
+}
+
+/// A table entry, or entries declared under `#if`, one list per clause (`#if X`, `#elseif Y`,
+/// `#else`), in the order written.
+enum TableItem<Entry> {
+    case entry(Entry)
+    case conditional([(condition: String, items: [TableItem])])
+
+    /// Whether there is an entry here, in any clause.
+    var hasEntries: Bool {
+        switch self {
+        case .entry: true
+        case .conditional(let clauses): clauses.contains { $0.items.contains { $0.hasEntries } }
+        }
+    }
+
+    func compactMap<Other>(_ transform: (Entry) -> Other?) -> TableItem<Other>? {
+        switch self {
+        case .entry(let entry): return transform(entry).map { .entry($0) }
+        case .conditional(let clauses):
+            return .conditional(clauses.map { ($0.condition, $0.items.compactMap { $0.compactMap(transform) }) })
+        }
+    }
+}
+
+extension MemberBlockItemListSyntax {
+    /// The members' decisions, and whether each is deprecated, those under `#if` in their clauses.
+    func tableItems(aliases: [String: TypeSyntax]) -> [TableItem<(ObservableMember, isDeprecated: Bool)>] {
+        map { item in
+            guard let ifConfig = item.decl.as(IfConfigDeclSyntax.self) else {
+                let isDeprecated = item.decl.as(VariableDeclSyntax.self)?.isDeprecated ?? false
+                return .entry((ObservableMember(item.decl, aliases: aliases), isDeprecated))
+            }
+            return .conditional(
+                ifConfig.clauses.map { clause in
+                    let condition = [clause.poundKeyword.text, clause.condition?.trimmedDescription]
+                        .compactMap { $0 }.joined(separator: " ")
+                    guard case .decls(let nested) = clause.elements else { return (condition, []) }
+                    return (condition, nested.tableItems(aliases: aliases))
+                })
+        }
+    }
+}
+
+extension DeclSyntax {
+    /// This declaration, or those under it when it is an `#if` (all clauses).
+    var declarations: [DeclSyntax] {
+        guard let ifConfig = self.as(IfConfigDeclSyntax.self) else { return [self] }
+        return ifConfig.clauses.flatMap { clause -> [DeclSyntax] in
+            guard case .decls(let nested) = clause.elements else { return [] }
+            return nested.flatMap { $0.decl.declarations }
+        }
+    }
+}
+
+extension MemberBlockSyntax {
+    /// The typealiases declared in the class (also under `#if`), by name.
+    var typealiases: [String: TypeSyntax] {
+        var found: [String: TypeSyntax] = [:]
+        func visit(_ members: MemberBlockItemListSyntax) {
+            for member in members {
+                if let alias = member.decl.as(TypeAliasDeclSyntax.self), alias.genericParameterClause == nil {
+                    found[alias.name.text] = alias.initializer.value
+                } else if let ifConfig = member.decl.as(IfConfigDeclSyntax.self) {
+                    for clause in ifConfig.clauses {
+                        if case .decls(let nested) = clause.elements { visit(nested) }
+                    }
+                }
+            }
+        }
+        visit(members)
+        return found
     }
 }
 
@@ -108,15 +201,43 @@ extension VariableDeclSyntax {
 
     func hasAttribute(_ name: String) -> Bool { attribute(name) != nil }
 
-    /// Whether an attribute that may be a property wrapper is written: a custom attribute
-    /// (capitalized, as types are) other than the macros' own and `@MainActor`. A global actor
-    /// of the user's own counts too: such a property is left as written.
+    /// Whether an `@available` attribute deprecates it (on any platform or language version).
+    var isDeprecated: Bool {
+        attributes.contains { element in
+            guard case .attribute(let attribute) = element, attribute.baseName == "available",
+                case .availability(let arguments) = attribute.arguments
+            else { return false }
+            return arguments.tokens(viewMode: .sourceAccurate).contains {
+                $0.tokenKind == .keyword(.deprecated) || $0.tokenKind == .identifier("deprecated")
+            }
+        }
+    }
+
+    /// Whether an attribute that may be a property wrapper is written: a custom attribute other
+    /// than the macros' own and `@MainActor`, capitalized as types are or lowercase (`@clamped`)
+    /// when it is none of the language's own attributes. A global actor of the user's own counts
+    /// too: such a property is left as written.
     var hasOtherWrapper: Bool {
         attributes.contains { element in
             guard case .attribute(let attribute) = element, let first = attribute.baseName.first else { return false }
-            return first.isUppercase && !["DependsOn", "KVOIgnored", "MainActor"].contains(attribute.baseName)
+            if first.isUppercase {
+                return !["DependsOn", "KVOIgnored", "MainActor", "NSCopying", "NSManaged", "IBOutlet", "IBInspectable"]
+                    .contains(attribute.baseName)
+            }
+            return attribute.attributeName.is(IdentifierTypeSyntax.self)
+                && !Self.languageAttributes.contains(attribute.baseName) && !attribute.baseName.hasPrefix("_")
         }
     }
+
+    /// The attributes of the language that a stored property may carry: none is a wrapper.
+    static let languageAttributes: Set<String> = [
+        "available", "backDeployed", "exclusivity", "inlinable", "inline", "nonobjc", "objc", "preconcurrency",
+        "storageRestrictions", "transparent", "usableFromInline", "warn_unqualified_access", "discardableResult",
+        "export", "frozen", "dynamicMemberLookup", "objcMembers", "unknown", "testable", "retroactive",
+        "unchecked", "unsafe", "safe", "abi", "specialize", "derivative", "differentiable", "noDerivative",
+        "dynamicCallable", "globalActor", "propertyWrapper", "resultBuilder", "requires_stored_property_inits",
+        "main", "convention", "escaping", "autoclosure", "isolated", "concurrent",
+    ]
 
     /// The declaration without the attributes named `name` (for a fix-it), keeping its
     /// leading trivia.
@@ -158,18 +279,37 @@ extension PatternBindingSyntax {
     }
 }
 
+/// The collections SwiftKVO has a wrapper of its own for.
+enum CollectionKind {
+    case array
+    case set
+}
+
 extension TypeSyntax {
-    /// `[T]`, `Array<T>` or `Swift.Array<T>`, as written (an optional array is not one).
-    var isArray: Bool {
-        if self.is(ArrayTypeSyntax.self) { return true }
+    /// `.array` for `[T]`, `Array<T>` or `Swift.Array<T>`, `.set` for `Set<T>` or `Swift.Set<T>`,
+    /// as written or through one of `aliases` (an optional collection is not one).
+    func collectionKind(aliases: [String: TypeSyntax], depth: Int = 0) -> CollectionKind? {
+        if self.is(ArrayTypeSyntax.self) { return .array }
+        let name: String
         if let named = self.as(IdentifierTypeSyntax.self) {
-            return named.name.text == "Array" && named.genericArgumentClause != nil
+            if named.genericArgumentClause == nil {
+                // A typealias of the class's own (at most a few deep: a cycle does not compile anyway).
+                guard depth < 8, let aliased = aliases[named.name.text] else { return nil }
+                return aliased.collectionKind(aliases: aliases, depth: depth + 1)
+            }
+            name = named.name.text
+        } else if let member = self.as(MemberTypeSyntax.self), member.baseType.trimmedDescription == "Swift",
+            member.genericArgumentClause != nil
+        {
+            name = member.name.text
+        } else {
+            return nil
         }
-        if let member = self.as(MemberTypeSyntax.self) {
-            return member.baseType.trimmedDescription == "Swift" && member.name.text == "Array"
-                && member.genericArgumentClause != nil
+        switch name {
+        case "Array": return .array
+        case "Set": return .set
+        default: return nil
         }
-        return false
     }
 }
 

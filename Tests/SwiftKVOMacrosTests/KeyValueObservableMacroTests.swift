@@ -57,12 +57,14 @@ import Testing
             final class Gauge {
                 @Observed(notifiesAutomatically: false) var level = 0
                 @ObservedArray var readings: [Int] = []
+                @ObservedSet var alarms: Set<String> = []
             }
             """,
             expandedSource: #"""
                 final class Gauge {
                     @Observed(notifiesAutomatically: false) var level = 0
                     @ObservedArray var readings: [Int] = []
+                    @ObservedSet var alarms: Set<String> = []
 
                     let kvoRegistrar = KVORegistrar()
 
@@ -70,6 +72,7 @@ import Testing
                         [
                             "level": \Gauge.level,
                             "readings": \Gauge.readings,
+                            "alarms": \Gauge.alarms,
                         ]
                     }
                 }
@@ -79,7 +82,7 @@ import Testing
                 """#)
     }
 
-    @Test func theWrittenTypeDecidesBetweenObservedAndObservedArray() {
+    @Test func theWrittenTypeDecidesBetweenObservedObservedArrayAndObservedSet() {
         assertExpansion(
             """
             @KeyValueObservable
@@ -90,6 +93,12 @@ import Testing
                 var c: [Int]? = nil
                 var d = [1, 2]
                 var e: Set<Int> = []
+                var f: Swift.Set<String> = []
+                var g: Set<Int>? = nil
+                typealias Tags = Set<String>
+                typealias Names = [String]
+                var h: Tags = []
+                var i: Names = []
             }
             """,
             expandedSource: #"""
@@ -104,8 +113,18 @@ import Testing
                     var c: [Int]? = nil
                     @Observed
                     var d = [1, 2]
-                    @Observed
+                    @ObservedSet
                     var e: Set<Int> = []
+                    @ObservedSet
+                    var f: Swift.Set<String> = []
+                    @Observed
+                    var g: Set<Int>? = nil
+                    typealias Tags = Set<String>
+                    typealias Names = [String]
+                    @ObservedSet
+                    var h: Tags = []
+                    @ObservedArray
+                    var i: Names = []
 
                     let kvoRegistrar = KVORegistrar()
 
@@ -117,6 +136,10 @@ import Testing
                             "c": \Lists.c,
                             "d": \Lists.d,
                             "e": \Lists.e,
+                            "f": \Lists.f,
+                            "g": \Lists.g,
+                            "h": \Lists.h,
+                            "i": \Lists.i,
                         ]
                     }
                 }
@@ -139,8 +162,10 @@ import Testing
                     didSet { print(count) }
                 }
                 @Clamped var level = 0
+                @clamped var lowered = 0
                 @MainActor var title = ""
                 weak var delegate: AnyObject?
+                nonisolated(unsafe) var hits = 0
                 func reset() {}
             }
             """,
@@ -155,9 +180,11 @@ import Testing
                         didSet { print(count) }
                     }
                     @Clamped var level = 0
+                    @clamped var lowered = 0
                     @MainActor
                     @Observed var title = ""
                     weak var delegate: AnyObject?
+                    nonisolated(unsafe) var hits = 0
                     func reset() {}
 
                     let kvoRegistrar = KVORegistrar()
@@ -334,6 +361,209 @@ import Testing
                 }
 
                 extension Person: KeyValueObservable {
+                }
+                """#)
+    }
+    /// (The compiler gives members under `#if` their attributes too, which this harness does not
+    /// show: `MacroShapeTests.membersUnderIfAreListedWhenTheirClauseIsActive` compiles them.)
+    @Test func membersUnderIfAreListedUnderTheSameIf() {
+        assertExpansion(
+            """
+            @KeyValueObservable
+            final class Diagnostics {
+                var name = ""
+                #if DEBUG
+                var trace: [String] = []
+                #elseif TESTING
+                var probe = 0
+                #else
+                func nothing() {}
+                #endif
+                #if os(Linux)
+                func onlyAFunction() {}
+                #endif
+            }
+            """,
+            expandedSource: #"""
+                final class Diagnostics {
+                    @Observed
+                    var name = ""
+                    #if DEBUG
+                    var trace: [String] = []
+                    #elseif TESTING
+                    var probe = 0
+                    #else
+                    func nothing() {}
+                    #endif
+                    #if os(Linux)
+                    func onlyAFunction() {}
+                    #endif
+
+                    let kvoRegistrar = KVORegistrar()
+
+                    static var observableKeyPaths: [String: AnyKeyPath] {
+                        var table: [String: AnyKeyPath] = [
+                            "name": \Diagnostics.name,
+                        ]
+                        #if DEBUG
+                        table["trace"] = \Diagnostics.trace
+                        #elseif TESTING
+                        table["probe"] = \Diagnostics.probe
+                        #else
+                        #endif
+                        return table
+                    }
+                }
+
+                extension Diagnostics: KeyValueObservable {
+                }
+                """#)
+    }
+
+    @Test func anOpenClassGetsOpenTables() {
+        assertExpansion(
+            #"""
+            @KeyValueObservable
+            open class Document {
+                public var title = ""
+                @DependsOn(\.title) public var heading: String { title }
+            }
+            """#,
+            expandedSource: #"""
+                open class Document {
+                    @Observed
+                    public var title = ""
+                    public var heading: String { title }
+
+                    public let kvoRegistrar = KVORegistrar()
+
+                    open class var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+                        [
+                            \Document.heading: [\Document.title],
+                        ]
+                    }
+
+                    open class var observableKeyPaths: [String: AnyKeyPath] {
+                        [
+                            "title": \Document.title,
+                            "heading": \Document.heading,
+                        ]
+                    }
+                }
+
+                extension Document: KeyValueObservable {
+                }
+                """#)
+    }
+    @Test func aDependentKeyOnADeprecatedSourceIsListedWhereNamingItDoesNotWarn() {
+        assertExpansion(
+            #"""
+            @KeyValueObservable
+            final class Legacy {
+                var name = ""
+                @available(*, deprecated)
+                var title = ""
+                @DependsOn(\.title) var heading: String { "" }
+                @DependsOn(\.name) var upper: String { name.uppercased() }
+            }
+            """#,
+            expandedSource: #"""
+                final class Legacy {
+                    @Observed
+                    var name = ""
+                    @available(*, deprecated)
+                    @Observed
+                    var title = ""
+                    var heading: String { "" }
+                    var upper: String { name.uppercased() }
+
+                    let kvoRegistrar = KVORegistrar()
+
+                    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+                        var table: [AnyKeyPath: [AnyKeyPath]] = [
+                            \Legacy.upper: [\Legacy.name],
+                        ]
+                        table.merge(_kvoDependentKeyPathsOfDeprecatedMembers(_KVODeprecatedMembers.self)) { current, _ in
+                            current
+                        }
+                        return table
+                    }
+
+                    static var observableKeyPaths: [String: AnyKeyPath] {
+                        var table: [String: AnyKeyPath] = [
+                            "name": \Legacy.name,
+                            "heading": \Legacy.heading,
+                            "upper": \Legacy.upper,
+                        ]
+                        table.merge(_kvoKeyPathsOfDeprecatedMembers(_KVODeprecatedMembers.self)) { current, _ in
+                            current
+                        }
+                        return table
+                    }
+
+                    private enum _KVODeprecatedMembers: _KVODeprecatedKeyPaths {
+                        @available(*, deprecated, message: "the deprecated members of 'Legacy', named where that does not warn")
+                        static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+                            [
+                                \Legacy.heading: [\Legacy.title],
+                            ]
+                        }
+
+                        @available(*, deprecated, message: "the deprecated members of 'Legacy', named where that does not warn")
+                        static var observableKeyPaths: [String: AnyKeyPath] {
+                            [
+                                "title": \Legacy.title,
+                            ]
+                        }
+                    }
+                }
+
+                extension Legacy: KeyValueObservable {
+                }
+                """#)
+    }
+
+    @Test func deprecatedMembersAreListedWhereNamingThemDoesNotWarn() {
+        assertExpansion(
+            """
+            @KeyValueObservable
+            final class Legacy {
+                var name = ""
+                @available(*, deprecated, renamed: "name")
+                var title = ""
+            }
+            """,
+            expandedSource: #"""
+                final class Legacy {
+                    @Observed
+                    var name = ""
+                    @available(*, deprecated, renamed: "name")
+                    @Observed
+                    var title = ""
+
+                    let kvoRegistrar = KVORegistrar()
+
+                    static var observableKeyPaths: [String: AnyKeyPath] {
+                        var table: [String: AnyKeyPath] = [
+                            "name": \Legacy.name,
+                        ]
+                        table.merge(_kvoKeyPathsOfDeprecatedMembers(_KVODeprecatedMembers.self)) { current, _ in
+                            current
+                        }
+                        return table
+                    }
+
+                    private enum _KVODeprecatedMembers: _KVODeprecatedKeyPaths {
+                        @available(*, deprecated, message: "the deprecated members of 'Legacy', named where that does not warn")
+                        static var observableKeyPaths: [String: AnyKeyPath] {
+                            [
+                                "title": \Legacy.title,
+                            ]
+                        }
+                    }
+                }
+
+                extension Legacy: KeyValueObservable {
                 }
                 """#)
     }

@@ -402,5 +402,103 @@ import Testing
                     line: 4, column: 16)
             ])
     }
+    @Test func theMacroReappliedOnASubclassIsRefusedWithAFixItThatRemovesIt() {
+        assertExpansion(
+            """
+            @KeyValueObservable
+            final class Savings: Account {
+                var rate = 0.0
+            }
+            """,
+            expandedSource: """
+                final class Savings: Account {
+                    @Observed
+                    var rate = 0.0
+                }
+                """,
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "'Savings' inherits 'KeyValueObservable' from 'Account': remove '@KeyValueObservable'; a subclass inherits it, and declares its own properties with '@Observed', '@ObservedArray' or '@ObservedSet' and its keys by overriding 'observableKeyPaths'",
+                    line: 1, column: 1,
+                    fixIts: [FixItSpec(message: "Remove '@KeyValueObservable'")])
+            ],
+            applyFixIts: ["Remove '@KeyValueObservable'"],
+            fixedSource: """
+                final class Savings: Account {
+                    var rate = 0.0
+                }
+                """,
+            alreadyConforming: true)
+    }
+
+    @Test func aClassThatConformsThroughObservationBridgedIsNotTakenForASubclass() {
+        assertExpansion(
+            """
+            @KeyValueObservable
+            final class Bridged: ObservationBridged {
+                let observationRegistrar = ObservationRegistrar()
+            }
+            """,
+            expandedSource: """
+                final class Bridged: ObservationBridged {
+                    let observationRegistrar = ObservationRegistrar()
+
+                    let kvoRegistrar = KVORegistrar()
+
+                    static var observableKeyPaths: [String: AnyKeyPath] {
+                        [:]
+                    }
+                }
+                """,
+            alreadyConforming: true)
+    }
+
+    @Test func aClassThatNamesTheProtocolItselfIsNotTakenForASubclass() {
+        assertExpansion(
+            """
+            @KeyValueObservable
+            final class Plain: KeyValueObservable {
+                var rate = 0.0
+            }
+            """,
+            expandedSource: #"""
+                final class Plain: KeyValueObservable {
+                    @Observed
+                    var rate = 0.0
+
+                    let kvoRegistrar = KVORegistrar()
+
+                    static var observableKeyPaths: [String: AnyKeyPath] {
+                        [
+                            "rate": \Plain.rate,
+                        ]
+                    }
+                }
+                """#,
+            alreadyConforming: true)
+    }
+    @Test func aLocalClassIsRefusedOnceAndLeftAsWritten() {
+        assertExpansion(
+            """
+            func make() {
+                @KeyValueObservable
+                final class Local {
+                    var count = 0
+                }
+            }
+            """,
+            expandedSource: """
+                func make() {
+                    final class Local {
+                        var count = 0
+                    }
+                }
+                """,
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "'@KeyValueObservable' cannot declare the local class 'Local' observable: its conformance is an extension, which a function cannot contain; declare 'Local' outside the function",
+                    line: 2, column: 5)
+            ])
+    }
 }
 #endif

@@ -11,6 +11,12 @@ let kvoMacros: [String: MacroSpec] = [
     "DependsOn": MacroSpec(type: DependsOnMacro.self),
 ]
 
+/// The same, for a class that conforms to `KeyValueObservable` already (the compiler then passes
+/// the macro no protocol to add): a subclass of an observable class.
+let kvoMacrosOnAConformingClass: [String: MacroSpec] = kvoMacros.merging([
+    "KeyValueObservable": MacroSpec(type: KeyValueObservableMacro.self, conformances: [])
+]) { _, new in new }
+
 /// swift-syntax's `assertMacroExpansion`, reporting through Swift Testing.
 func assertExpansion(
     _ source: String,
@@ -18,13 +24,15 @@ func assertExpansion(
     diagnostics: [DiagnosticSpec] = [],
     applyFixIts: [String]? = nil,
     fixedSource: String? = nil,
+    alreadyConforming: Bool = false,
     fileID: StaticString = #fileID,
     filePath: StaticString = #filePath,
     line: UInt = #line,
     column: UInt = #column
 ) {
     assertMacroExpansion(
-        source, expandedSource: expandedSource, diagnostics: diagnostics, macroSpecs: kvoMacros,
+        source, expandedSource: expandedSource, diagnostics: diagnostics,
+        macroSpecs: alreadyConforming ? kvoMacrosOnAConformingClass : kvoMacros,
         applyFixIts: applyFixIts, fixedSource: fixedSource,
         failureHandler: { failure in
             Issue.record(
