@@ -32,15 +32,23 @@ struct MemoryBreakdownTests {
         let subject = Subject()
         let listener = Listener()
         let keyPath = Unmanaged.passUnretained(\Subject.value as AnyKeyPath)
-        let box = HandlerObservation<Subject, Int>(
-            unmanagedKeyPath: keyPath, readsInitialValue: true) { [listener] _, _ in withExtendedLifetime(listener) {} }
-        let token = try subject.observe(\.value, options: .new) { [listener] _, _ in withExtendedLifetime(listener) {} }
-        print("memory-breakdown: token box \(Self.footprint(box)) B, token \(Self.footprint(token)) B")
-        #expect(Self.footprint(box) <= 64)
+        // Several of each, the smallest footprint: malloc may hand one of them a larger free
+        // chunk it does not split, which says nothing about the size class.
+        let boxes = (0..<8).map { _ in
+            HandlerObservation<Subject, Int>(
+                unmanagedKeyPath: keyPath, readsInitialValue: true) { [listener] _, _ in withExtendedLifetime(listener) {} }
+        }
+        let tokens = try (0..<8).map { _ in
+            try subject.observe(\.value, options: .new) { [listener] _, _ in withExtendedLifetime(listener) {} }
+        }
+        let box = boxes.map(Self.footprint).min() ?? 0
+        let token = tokens.map(Self.footprint).min() ?? 0
+        print("memory-breakdown: token box \(box) B, token \(token) B")
+        #expect(box <= 64)
         // A 64-bit generation and a 32-bit index since tokens stopped running out (SPEC §2.22):
         // 28 bytes with the object header, a 48-byte chunk (it was 24, a 32-byte chunk).
-        #expect(Self.footprint(token) <= 48)
-        token.invalidate()
+        #expect(token <= 48)
+        for token in tokens { token.invalidate() }
     }
 
     @Test func hubRegistrationsHoldABox() throws {
