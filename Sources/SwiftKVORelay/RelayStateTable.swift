@@ -4,7 +4,7 @@
 ///
 /// Every write of a replicated property updates the table in the same
 /// transaction as its `NOTIFY`; an instance reads it when it starts and after
-/// any gap (see ``Relay/replicate(_:of:as:)``). The relay creates the table
+/// any gap (see ``Relay/replicate(_:of:as:merging:isolation:)``). The relay creates the table
 /// when it is missing, marked as its own by a comment, and uses a table of
 /// that name only if it carries the mark: it never drops a table, alters
 /// none but its own of format 1 (see below),
