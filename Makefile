@@ -30,14 +30,15 @@ ASAN_OPTIONS_RUN := detect_leaks=1 halt_on_error=1
 LSAN_OPTIONS_RUN := suppressions=$(CURDIR)/.lsan-suppressions print_suppressions=0
 UBSAN_OPTIONS_RUN := halt_on_error=1 print_stacktrace=1
 
-.PHONY: help deps build lint unit unit-fenced unit-near-end tsan asan unit-release test install example quickstart bench fuzz soak soak-tsan clean
+.PHONY: help deps build lint unit unit-fallback unit-fenced unit-near-end tsan asan unit-release test install example quickstart bench fuzz soak soak-tsan clean
 
 help:
 	@echo "make deps     install Concurrency Kit (libck-dev) if missing"
 	@echo "make build    build the package (debug)"
 	@echo "make lint     compile the C engine with -Wall -Wextra -Werror (gcc)"
 	@echo "make test     the whole suite: plain, fenced-reader C suite, ThreadSanitizer, AddressSanitizer + UBSan, release checks"
-	@echo "make unit | unit-fenced | unit-near-end | tsan | asan | unit-release   one of those runs (unit-fenced: the C"
+	@echo "make unit | unit-fallback | unit-fenced | unit-near-end | tsan | asan | unit-release   one of those runs (unit-fallback: the Swift"
+	@echo "              suites with the layout self-check forced to fail; unit-fenced: the C"
 	@echo "              suite with readers forced onto ck_epoch_begin; unit-near-end: the C suite with counters started near their ends; asan: Address + Leak +"
 	@echo "              UndefinedBehavior on C; unit-release: allocations, 10M memory bounds and key path resolution, -c release)"
 	@echo "make install  PREFIX=...: libckvo.a, libckvo.so, headers, ckvo.pc"
@@ -82,6 +83,13 @@ lint: deps
 unit: deps
 	@echo "== test: plain, with the @KeyValueObservable macro (trait Macros)"
 	$(SWIFT) test $(MACRO_TRAITS)
+
+# The Swift suites again with the layout self-check forced to fail (SWIFTKVO_RUNTIME_SELF_CHECK=fail,
+# Runtime/LayoutSelfCheck.swift): every key path is decided from tables and public key path API
+# alone, and the tests marked .needsLayout expect the documented refusal. Same build as make unit.
+unit-fallback: deps
+	@echo "== test: Swift suites, layout self-check forced to fail (SWIFTKVO_RUNTIME_SELF_CHECK=fail)"
+	SWIFTKVO_RUNTIME_SELF_CHECK=fail $(SWIFT) test $(MACRO_TRAITS) --skip CKVOCoreTests
 
 # The C suite again with readers forced onto ck_epoch_begin (CKVO_FENCED_READERS=1): the path
 # taken where membarrier(2) is missing, which the plain run never takes on this kind of machine.
@@ -145,7 +153,7 @@ unit-release: deps
 		--scratch-path .build-release-tests --filter AllocationTests --filter MemoryBoundTests \
 		$(RELEASE_KEY_PATH_TESTS)
 
-test: lint unit unit-fenced unit-near-end tsan asan unit-release relay-test relay-tsan
+test: lint unit unit-fallback unit-fenced unit-near-end tsan asan unit-release relay-test relay-tsan
 
 # ------------------------------------------------------------ embedding
 

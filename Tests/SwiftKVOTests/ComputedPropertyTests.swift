@@ -63,7 +63,7 @@ final class CaGenericHeir<Tag>: CaTabledBase, @unchecked Sendable {
     var counted: Int { CaRuns.bump("CaGenericHeir.counted"); return level }
 }
 
-@Suite struct ComputedPropertyTests {
+@Suite(.needsLayout("its registrations")) struct ComputedPropertyTests {
     @Test(.enabled(if: hostileTrapsEnabled))
     func trapsTodayAComputedGetterIsEvaluatedAtRegistration() {
         let shelf = AtkShelf()

@@ -9,7 +9,7 @@ import Glibc
 
 /// Thread safety with exactly-once accounting. Workers start together (a
 /// barrier) and contend on purpose; `SWIFTKVO_LONG_TESTS=1` runs them longer.
-@Suite struct ConcurrencyTests {
+@Suite(.needsLayout("its registrations")) struct ConcurrencyTests {
     static let scale = getenv("SWIFTKVO_LONG_TESTS") != nil ? 20 : 1
 
     @Test func concurrentSettersDeliverEachChangeExactlyOnce() throws {
@@ -61,6 +61,7 @@ import Glibc
         let threads = 4
         let rounds = 500 * Self.scale
         let account = Account()
+        if refusedWithoutLayout({ _ = try account.observe(\.balance) { _, _ in } }) { return }
         let registered = Counter()
         let released = Counter()
         let stop = Counter()
@@ -99,6 +100,7 @@ import Glibc
         let threads = 4
         let rounds = 300 * Self.scale
         let account = Account()
+        if refusedWithoutLayout({ _ = try account.observe(\.name) { _, _ in } }) { return }
         let name = NotificationHub.Name("concurrency.dying")
         let stop = Counter()
         let calls = Counter()
@@ -171,6 +173,7 @@ import Glibc
 
     @Test func noCallAfterInvalidateUnderConcurrency() throws {
         let owner = AtkOwner()
+        if refusedWithoutLayout({ _ = try owner.observe(\.label) { _, _ in } }) { return }
         let violations = Atomic<Int>(0)
         let lock = NSLock()
         DispatchQueue.concurrentPerform(iterations: 4) { i in

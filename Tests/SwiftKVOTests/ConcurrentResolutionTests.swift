@@ -62,7 +62,7 @@ private final class Ship: KeyValueObservable, @unchecked Sendable {
 }
 
 /// Serialized: each test starts up to eight threads of its own.
-@Suite(.serialized) struct ConcurrentResolutionTests {
+@Suite(.serialized, .needsLayout("its registrations")) struct ConcurrentResolutionTests {
     /// Eight threads first resolving key paths of one object at once (each
     /// wrapper kind, a generic class, a subclass's own and inherited
     /// wrappers) all get working observations: one change reaches each once.

@@ -2,7 +2,7 @@ import Testing
 @testable import SwiftKVO
 
 /// The crash classes KVO users know: each must be a quiet no-op here.
-@Suite struct CrashClassTests {
+@Suite(.needsLayout("its registrations")) struct CrashClassTests {
     @Test func doubleRemovalIsANoOpThatReportsNotFound() throws {
         let account = Account()
         let observer = Observer()

@@ -58,7 +58,7 @@ final class Overreacher: KeyValueObservable, @unchecked Sendable {
 }
 
 // SPEC §2.12: dependent keys, transitively, as Apple KVO follows them.
-@Suite struct DependentKeyTests {
+@Suite(.needsLayout("its registrations")) struct DependentKeyTests {
     @Test func dependentKeyOfADependentKeyIsNotifiedWhenASourceChanges() throws {
         let greeter = Greeter()
         let log = Log<String>()

@@ -60,7 +60,7 @@ final class CaConcreteHeir: CaGenBase<String>, @unchecked Sendable {
     @Observed var other = 0
 }
 
-@Suite struct GenericKeyPathTests {
+@Suite(.needsLayout("its registrations")) struct GenericKeyPathTests {
     @Test func aKeyPathWrittenInAGenericFunctionIsObserved() throws {
         let plain = CaPlain()
         let log = Recorder<String?>()

@@ -5,7 +5,7 @@ import Testing
 
 // What is observed can be asked (SPEC §2 item 20).
 
-@Suite struct IntrospectionTests {
+@Suite(.needsLayout("its registrations")) struct IntrospectionTests {
     @Test func controllerListsItsObservedObjectsAndKeyPaths() throws {
         let first = Account(name: "a")
         let second = Document(account: Account(name: "b"))

@@ -3,7 +3,7 @@ import Testing
 @testable import SwiftKVO
 
 /// KVOController's own test suite, ported behaviour by behaviour.
-@Suite struct KVOControllerTests {
+@Suite(.needsLayout("its registrations")) struct KVOControllerTests {
     @Test func initialNewAndOldAreDeliveredWithTheRightValuesExactlyOnce() throws {
         let observer = Observer()
         let account = Account(name: "a")
@@ -543,7 +543,7 @@ final class CustomActorViewModel: Sendable {
     }
 }
 
-@Suite struct KVOControllerIsolationTests {
+@Suite(.needsLayout("its registrations")) struct KVOControllerIsolationTests {
     @Test func actionsIsolatedToOtherGlobalActorsAreRefusedAndNeverRunOffTheirActor() throws {
         let viewModel = CustomActorViewModel()
         let account = Account()

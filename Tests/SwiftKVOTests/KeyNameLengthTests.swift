@@ -36,7 +36,7 @@ final class LongNamedHolder<Tag: Sendable>: KeyValueObservable, @unchecked Senda
     }
 }
 
-@Suite struct KeyNameLengthTests {
+@Suite(.needsLayout("its registrations")) struct KeyNameLengthTests {
     /// Before: the first assignment trapped — "Fatal error: SwiftKVO: could not
     /// intern key swift:…LongTypeHolder@…:…LayerWith… (out of memory)" — with
     /// nothing observed anywhere.

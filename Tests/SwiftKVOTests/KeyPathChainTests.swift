@@ -24,7 +24,7 @@ func caObserveBoxCounts<Item>(_ box: CaGenBox<Item>, _ log: Recorder<String>) th
     ]
 }
 
-@Suite struct KeyPathChainTests {
+@Suite(.needsLayout("its registrations")) struct KeyPathChainTests {
     @Test func anAppendedKeyPathDeliversWhatItReads() throws {
         let purse = CaPurse()
         let path = (\CaPurse.wallet).appending(path: \CaWallet.balance)

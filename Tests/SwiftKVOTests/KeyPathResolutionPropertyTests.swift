@@ -146,7 +146,7 @@ private struct SplitMix {
     }
 }
 
-@Suite struct KeyPathResolutionPropertyTests {
+@Suite(.needsLayout("its registrations")) struct KeyPathResolutionPropertyTests {
     @Test(arguments: 1...24)
     func everyDeliveredValueIsTheKeyPathsAndNoRegistrationIsInert(seed: UInt64) throws {
         var random = SplitMix(state: seed)

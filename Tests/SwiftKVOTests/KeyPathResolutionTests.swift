@@ -83,7 +83,7 @@ private final class Shelf: KeyValueObservable, @unchecked Sendable {
     }
 }
 
-@Suite struct KeyPathResolutionTests {
+@Suite(.needsLayout("its registrations")) struct KeyPathResolutionTests {
     // Item 1: a chain ending in a computed property.
 
     @Test func chainEndingInAComputedPropertyIsRefused() {

@@ -44,20 +44,20 @@ private final class ShapeBox<Tag>: KeyValueObservable, @unchecked Sendable {
 private func nameKeyPath<Object: ShapeOwner>(of _: Object.Type) -> AnyKeyPath { \Object.name }
 
 private func links(_ keyPath: AnyKeyPath) -> [KeyPathLink]? {
-    if case .links(let links) = KeyPathShape(of: keyPath) { return links }
+    if case .links(let links) = KeyPathShape.read(keyPath) { return links }
     return nil
 }
 
 private func refusal(_ keyPath: AnyKeyPath) -> String? {
-    if case .notObservable(let what) = KeyPathShape(of: keyPath) { return what }
+    if case .notObservable(let what) = KeyPathShape.read(keyPath) { return what }
     return nil
 }
 
-@Suite struct KeyPathShapeTests {
+@Suite(.needsLayout("its registrations")) struct KeyPathShapeTests {
     @Test func equalKeyPathsHaveEqualIdentities() throws {
-        let one = try #require(KeyPathShape.singleLink(of: \ShapeWallet.balance))
-        let two = try #require(KeyPathShape.singleLink(of: \ShapeWallet.balance))
-        let other = try #require(KeyPathShape.singleLink(of: \ShapeWallet.cents))
+        let one = try #require(KeyPathShape.readSingleLink(\ShapeWallet.balance))
+        let two = try #require(KeyPathShape.readSingleLink(\ShapeWallet.balance))
+        let other = try #require(KeyPathShape.readSingleLink(\ShapeWallet.cents))
         #expect(one.id == two.id)
         #expect(one.id != other.id)
         #expect(ObjectIdentifier(one.valueType) == ObjectIdentifier(Double.self))
@@ -65,11 +65,11 @@ private func refusal(_ keyPath: AnyKeyPath) -> String? {
     }
 
     @Test func anInheritedPropertyKeepsItsIdentityAndAnOverrideHasItsOwn() throws {
-        let base = try #require(KeyPathShape.singleLink(of: \ShapeOwner.name))
-        let override = try #require(KeyPathShape.singleLink(of: \ShapeHeir.name))
+        let base = try #require(KeyPathShape.readSingleLink(\ShapeOwner.name))
+        let override = try #require(KeyPathShape.readSingleLink(\ShapeHeir.name))
         #expect(base.id != override.id)
-        let inherited = try #require(KeyPathShape.singleLink(of: \ShapeHeir.wallet))
-        #expect(inherited.id == KeyPathShape.singleLink(of: \ShapeOwner.wallet)?.id)
+        let inherited = try #require(KeyPathShape.readSingleLink(\ShapeHeir.wallet))
+        #expect(inherited.id == KeyPathShape.readSingleLink(\ShapeOwner.wallet)?.id)
     }
 
     @Test func anOptionalChainIsReadLinkByLink() throws {
@@ -79,19 +79,19 @@ private func refusal(_ keyPath: AnyKeyPath) -> String? {
         #expect(ObjectIdentifier(chain[0].valueType) == ObjectIdentifier(Optional<ShapeWallet>.self))
         #expect(chain[1].isOptionalChained == false)
         #expect(ObjectIdentifier(chain[1].valueType) == ObjectIdentifier(Double.self))
-        #expect(chain[0].id == KeyPathShape.singleLink(of: \ShapeOwner.wallet)?.id)
-        #expect(chain[1].id == KeyPathShape.singleLink(of: \ShapeWallet.balance)?.id)
+        #expect(chain[0].id == KeyPathShape.readSingleLink(\ShapeOwner.wallet)?.id)
+        #expect(chain[1].id == KeyPathShape.readSingleLink(\ShapeWallet.balance)?.id)
     }
 
     @Test func subscriptsStoredPropertiesAndForceUnwrapsAreNotLinks() {
         #expect(refusal(\ShapeOwner.[0]) == "a subscript")
         #expect(refusal(\ShapeWallet.fixed) == "a stored property that is not @Observed")
-        #expect(KeyPathShape(of: \ShapeOwner.wallet!.balance).isForceUnwrapped)
+        #expect(KeyPathShape.read(\ShapeOwner.wallet!.balance).isForceUnwrapped)
     }
 
     @Test func aPropertyWrittenInAGenericFunctionIsALink() throws {
-        let inFunction = try #require(KeyPathShape.singleLink(of: nameKeyPath(of: ShapeOwner.self)))
-        #expect(inFunction.id == KeyPathShape.singleLink(of: \ShapeOwner.name)?.id)
+        let inFunction = try #require(KeyPathShape.readSingleLink(nameKeyPath(of: ShapeOwner.self)))
+        #expect(inFunction.id == KeyPathShape.readSingleLink(\ShapeOwner.name)?.id)
     }
 
     @Test func aSubscriptOfAGenericClassIsASubscriptWhereverItIsWritten() {
@@ -101,14 +101,14 @@ private func refusal(_ keyPath: AnyKeyPath) -> String? {
 
     @Test func aGenericClassPropertyWrittenInAGenericContextIsALink() throws {
         // Its component carries the generic arguments, like a subscript's indices.
-        let inContext = try #require(KeyPathShape.singleLink(of: ShapeBox<Int>.valueKeyPath))
-        let concrete = try #require(KeyPathShape.singleLink(of: \ShapeBox<Int>.value))
+        let inContext = try #require(KeyPathShape.readSingleLink(ShapeBox<Int>.valueKeyPath))
+        let concrete = try #require(KeyPathShape.readSingleLink(\ShapeBox<Int>.value))
         #expect(inContext.id == concrete.id)
         #expect(ShapeBox<Int>.valueKeyPath == \ShapeBox<Int>.value)
     }
 }
 
-@Suite struct OptionalLinkShapeTests {
+@Suite(.needsLayout("its registrations")) struct OptionalLinkShapeTests {
     /// What a reading says of a chain: identities and `?` marks.
     private func reading(_ keyPath: AnyKeyPath) -> [String]? {
         links(keyPath)?.map { "\($0.id.value):\($0.id.kind)\($0.isOptionalChained ? "?" : "")" }

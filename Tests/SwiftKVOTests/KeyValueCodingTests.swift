@@ -52,7 +52,7 @@ extension Account {
     }
 }
 
-@Suite struct KeyValueCodingTests {
+@Suite(.needsLayout("its registrations")) struct KeyValueCodingTests {
     @Test func valueForKeyReadsTheProperty() throws {
         let ledger = Ledger()
         ledger.total = 2.5

@@ -25,7 +25,7 @@ final class FirstResolvedLeaf: KeyValueObservable, @unchecked Sendable {
 // a lock of the Swift layer is held: such a callback taking that lock again
 // would deadlock its own thread (debug builds count violations per thread;
 // this test runs on one thread from start to end).
-@Suite struct LockAuditTests {
+@Suite(.needsLayout("its registrations")) struct LockAuditTests {
     @Test func noEngineWriterCallIsMadeUnderASwiftLock() throws {
         #if DEBUG
         let before = LockAudit.violationsOnThisThread

@@ -21,7 +21,9 @@ private final class Listener: Sendable {}
 private func mallocUsableSize(_ pointer: UnsafeMutableRawPointer) -> Int
 
 /// Footprints are glibc's: a sanitizer's allocator owns the blocks under `make tsan` / `make asan`.
-@Suite(.disabled(if: MemoryBoundTests.sanitizer != nil, "a sanitizer's allocator, not glibc's"))
+@Suite(
+    .disabled(if: MemoryBoundTests.sanitizer != nil, "a sanitizer's allocator, not glibc's"),
+    .needsLayout("its registrations"))
 struct MemoryBreakdownTests {
     /// The heap footprint of the block holding `object`.
     static func footprint(_ object: AnyObject) -> Int {

@@ -22,7 +22,7 @@ private final class Plain: KeyValueObservable, @unchecked Sendable {
     @Observed var target = 20.0
 }
 
-@Suite struct ObservationBridgeTests {
+@Suite(.needsLayout("its registrations")) struct ObservationBridgeTests {
     @Test func withObservationTrackingSeesAnObservedPropertyChange() {
         let thermostat = Thermostat()
         let changes = Counter()

@@ -37,7 +37,7 @@ private func observeReacting(
     }
 }
 
-@Suite struct ObservedArrayMutatorTests {
+@Suite(.needsLayout("its registrations")) struct ObservedArrayMutatorTests {
     /// Before: "Fatal error: Index out of range" in `remove(at:)`.
     @Test func removeAfterAPriorObserverEmptiedTheArrayIsANoOpThatClosesThePair() throws {
         let queue = Queue(["a", "b", "c"])

@@ -3,7 +3,7 @@ import Testing
 
 /// `changes(for:)`: what changed (old and new, kind, indexes), as a server
 /// forwards it, and when the sequence lets its observation go.
-@Suite struct ObservedChangesTests {
+@Suite(.needsLayout("its registrations")) struct ObservedChangesTests {
     /// The first element is the current value (a snapshot); each later one
     /// carries old and new, so a consumer can tell which dictionary key changed.
     @Test func changesStartWithTheCurrentValueThenCarryOldAndNewValues() async throws {

@@ -19,7 +19,7 @@ private func describe(_ change: ObservedChange<Set<String>>) -> String {
     return "\(change.isPrior ? "prior " : "")\(change.kind) \(spell(change.oldValue)) \(spell(change.newValue))"
 }
 
-@Suite struct ObservedSetTests {
+@Suite(.needsLayout("its registrations")) struct ObservedSetTests {
     @Test func eachMutationNotifiesItsKindAndMembers() throws {
         let team = Team()
         let log = Log<String>()

@@ -3,7 +3,7 @@ import Testing
 @testable import SwiftKVO
 
 /// SPEC §2 items 1–11 and 16 through the token-style Swift API.
-@Suite struct ObservedTests {
+@Suite(.needsLayout("its registrations")) struct ObservedTests {
     // MARK: 1. Options
 
     @Test func newOptionCarriesNewValueOnly() throws {
@@ -555,7 +555,7 @@ import Testing
     }
 }
 
-@Suite struct ManualCollectionNotificationTests {
+@Suite(.needsLayout("its registrations")) struct ManualCollectionNotificationTests {
     @Test func manualCollectionChangesCarryKindIndexesAndAffectedElements() throws {
         let account = Account()
         account.transactions = [Transaction(amount: 1), Transaction(amount: 2)]
@@ -591,7 +591,7 @@ import Testing
     }
 }
 
-@Suite struct KeyIdentityTests {
+@Suite(.needsLayout("its registrations")) struct KeyIdentityTests {
     @Test func genericClassSpecializationsAreObservedIndependently() throws {
         let ints = Box(1)
         let strings = Box("a")
@@ -694,7 +694,7 @@ import Testing
     }
 }
 
-@Suite struct ChainSpellingTests {
+@Suite(.needsLayout("its registrations")) struct ChainSpellingTests {
     @Test func chainThroughAnExistentialIntermediateIsRefused() {
         // A protocol requirement is not a declared observable property: the
         // conforming type may compute it (SPEC §2 item 17).
@@ -752,7 +752,7 @@ import Testing
     }
 }
 
-@Suite struct OptionalChainTests {
+@Suite(.needsLayout("its registrations")) struct OptionalChainTests {
     @Test func optionalChainFollowsTheLinkAppearingAndDisappearing() throws {
         let folder = Folder()
         let account = Account(name: "a")

@@ -5,7 +5,7 @@ import CKVOCore
 import SwiftKVO
 import Testing
 
-@Suite struct ObservingOptionsTests {
+@Suite(.needsLayout("its registrations")) struct ObservingOptionsTests {
     @Test func eachOptionIsItsEngineBit() {
         #expect(ObservingOptions.new.rawValue == CKVO_OPTION_NEW)
         #expect(ObservingOptions.old.rawValue == CKVO_OPTION_OLD)

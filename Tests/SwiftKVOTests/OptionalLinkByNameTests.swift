@@ -81,7 +81,7 @@ private func text<Value>(_ change: ObservedChange<Value>) -> String {
     "\(change.isPrior) \(String(reflecting: change.oldValue))→\(String(reflecting: change.newValue))"
 }
 
-@Suite struct OptionalLinkByNameTests {
+@Suite(.needsLayout("its registrations")) struct OptionalLinkByNameTests {
     static let all: ObservingOptions = [.initial, .old, .new, .prior]
 
     @Test func threeOptionalLinksDeepByNameIsTheTypedChain() throws {

@@ -45,7 +45,7 @@ final class CaGenNode<Tag>: KeyValueObservable, @unchecked Sendable {
     @Observed var count = 0
 }
 
-@Suite struct OptionalLinkTests {
+@Suite(.needsLayout("its registrations")) struct OptionalLinkTests {
     @Test func optionalChainThroughNilDeliversLater() throws {
         let owner = AtkOwner()
         let recorder = Recorder<Double?>()

@@ -47,7 +47,7 @@ final class CaTabledUpper: CaTabledBase, @unchecked Sendable {
     }
 }
 
-@Suite struct OverrideTests {
+@Suite(.needsLayout("its registrations")) struct OverrideTests {
     @Test func anOverriddenGetterObservedThroughTheBaseKeyPathDeliversWhatItReads() throws {
         let base: AtkOverrideBase = AtkOverrider()
         let recorder = Recorder<String?>()

@@ -13,7 +13,7 @@ import Glibc
 /// The engine's designed bound is tens of milliseconds (docs/reliability.md);
 /// these tests wait up to five seconds, so load never makes them flaky, and
 /// touch nothing but their own counters while they wait.
-@Suite struct PromptReleaseTests {
+@Suite(.needsLayout("its registrations")) struct PromptReleaseTests {
     /// Sleeps in short steps until `done()` or five seconds; returns `done()`.
     private func waitQuietly(_ done: () -> Bool) -> Bool {
         for _ in 0..<500 where !done() { usleep(10_000) }

@@ -68,7 +68,7 @@ final class HelperBuiltTwin: KeyValueObservable, @unchecked Sendable {
     init() { _count = observed(10) }
 }
 
-@Suite struct PropertyIdentityTests {
+@Suite(.needsLayout("its registrations")) struct PropertyIdentityTests {
     /// Every handler records what it received, by name.
     final class Received: Sendable {
         private let log = LockedState<[String]>([])

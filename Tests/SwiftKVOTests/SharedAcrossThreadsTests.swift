@@ -55,7 +55,7 @@ final class Meter: KeyValueObservable, @unchecked Sendable {
     }
 }
 
-@Suite struct SharedAcrossThreadsTests {
+@Suite(.needsLayout("its registrations")) struct SharedAcrossThreadsTests {
     @Test func anActorConfinedClassNotifiesOnItsActor() async throws {
         let feed = Feed()
         let received = Atomic<Int>(0)

@@ -4,7 +4,7 @@ import Testing
 /// How much an async sequence keeps for a consumer that does not keep up,
 /// by default and as asked: a server with a slow client must not grow
 /// without bound.
-@Suite struct StreamBufferingTests {
+@Suite(.needsLayout("its registrations")) struct StreamBufferingTests {
     /// `values(for:)` keeps the newest value only: a later whole value
     /// supersedes the ones a slow consumer had not taken.
     @Test func valuesKeepOnlyTheNewestValueByDefault() async throws {

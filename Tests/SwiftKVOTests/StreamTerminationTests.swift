@@ -6,7 +6,7 @@ import Testing
 /// server's consumer (an SSE route) ends by task cancellation or by leaving
 /// its loop, and must not keep its observation, or buffered values, until
 /// the object dies — a shared object never does.
-@Suite struct StreamTerminationTests {
+@Suite(.needsLayout("its registrations")) struct StreamTerminationTests {
     /// A consumer cancelled while busy in its loop body gets no more
     /// elements, even with values buffered: its next `next()` ends the
     /// sequence and removes the observation.

@@ -45,7 +45,7 @@ class CaPlainShelf: KeyValueObservable, @unchecked Sendable {
 
 final class CaGenSubShelf<Tag>: CaPlainShelf, @unchecked Sendable {}
 
-@Suite struct SubscriptTests {
+@Suite(.needsLayout("its registrations")) struct SubscriptTests {
     @Test func aSubscriptIsRefusedWithoutEvaluatingIt() {
         // Before: every one of these died with "Index out of range" (the key
         // path was evaluated on the empty shelf). A subscript is told from a

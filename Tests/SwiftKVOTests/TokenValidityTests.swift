@@ -5,7 +5,7 @@ import Testing
 // something (issue #19 item 9): false once invalidated, and false once the
 // observed object died and took its observations with it.
 
-@Suite struct TokenValidityTests {
+@Suite(.needsLayout("its registrations")) struct TokenValidityTests {
     /// Before: `isValid` stayed `true` after the object died, while
     /// `invalidate()` then returned `false`.
     @Test func tokenIsInvalidOnceItsObservedObjectDied() throws {

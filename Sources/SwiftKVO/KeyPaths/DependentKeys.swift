@@ -217,6 +217,7 @@ enum Dependencies {
                 throw KVOError(.forceUnwrappedKeyPath, detail: "source \(KeyPathRegistry.spelling(of: source))")
             }
             guard let property = KeyPathRegistry.property(source, of: object) else {
+                guard RuntimeLayout.isTrusted else { throw KeyPathRegistry.limitRefusal(source) }
                 throw KeyPathRegistry.refusal(
                     source,
                     "a source of \(KeyPathRegistry.spelling(of: declaration)) must be an observable property "

@@ -122,10 +122,16 @@ enum KeyPathRegistry {
         _ resolved: ResolvedKeyPath, on object: Root
     ) -> ResolvedKeyPath {
         guard resolved.kind == .property, let declaring = resolved.declaringClass,
-            ObjectIdentifier(type(of: object)) != ObjectIdentifier(declaring),
-            let property = resolved.propertyID,
-            AccessorOverrides.overridesGetter(of: property, declaredBy: declaring, in: type(of: object))
+            ObjectIdentifier(type(of: object)) != ObjectIdentifier(declaring)
         else { return resolved }
+        if let property = resolved.propertyID {
+            guard AccessorOverrides.overridesGetter(of: property, declaredBy: declaring, in: type(of: object))
+            else { return resolved }
+        } else {
+            // No identity: decided without the layout, which alone tells an
+            // override; read through the key path (slower, never a wrong value).
+            guard !RuntimeLayout.isTrusted else { return resolved }
+        }
         return ResolvedKeyPath(kind: .chain, keyPath: resolved.keyPath, key: resolved.key, property: nil)
     }
 
@@ -141,6 +147,7 @@ enum KeyPathRegistry {
                 kind: .dependent, keyPath: keyPath, key: dependent.key, property: nil)
             return (resolved, true)
         }
+        if case .unknown = shape { return (try classifyDeclared(keyPath, on: object), true) }
         let links = try declaredLinks(of: keyPath, shape: shape)
         let records = Probe.run { _ = object[keyPath: keyPath] }
         ObservableComponents.learn(records)
@@ -183,6 +190,40 @@ enum KeyPathRegistry {
         }
     }
 
+    /// What `keyPath` is, decided from its root's table and public key path
+    /// API alone: the layout did not pass the self-check. It is evaluated
+    /// only once it equals table entries appended (DeclaredChains.swift).
+    private static func classifyDeclared<Root: KeyValueObservable, Value>(
+        _ keyPath: KeyPath<Root, Value>, on object: Root
+    ) throws(KVOError) -> ResolvedKeyPath {
+        guard let match = DeclaredChains.match(keyPath), DeclaredChains.isStored(match, from: object)
+        else { throw limitRefusal(keyPath) }
+        let records = Probe.run { _ = object[keyPath: keyPath] }
+        guard records.count == match.linkCount, records.first?.object === object,
+            denotes(records, keyPath) == true
+        else { throw limitRefusal(keyPath) }
+        guard match.linkCount == 1 else {
+            return ResolvedKeyPath(
+                kind: .chain, keyPath: keyPath, key: 0, property: nil,
+                chainNumber: DeclaredChains.chainNumber(of: match))
+        }
+        guard records[0].property.valueType == Value.self else { throw refusal(keyPath, "its value type") }
+        return ResolvedKeyPath(kind: .property, keyPath: keyPath, key: records[0].property.key, property: records[0].property)
+    }
+
+    /// A refusal of what only a layout read could decide, naming that limit
+    /// and what stays observable.
+    static func limitRefusal(_ keyPath: AnyKeyPath) -> KVOError {
+        let root = type(of: keyPath).rootType
+        let what =
+            DeclaredChains.hasTable(root)
+            ? "only key paths equal to entries of \(_typeName(root, qualified: false)).observableKeyPaths, "
+                + "or chains of them without ?, can be decided"
+            : "\(_typeName(root, qualified: false)) has no table of observable key paths "
+                + "(add @KeyValueObservable, or list its properties in observableKeyPaths)"
+        return KVOError(.unsupportedKeyPath, detail: "\(spelling(of: keyPath)): \(RuntimeLayout.limit): \(what)")
+    }
+
     /// Whether the component `link` of a key path rooted at `subclass` is
     /// the override of the getter of the property `record` read: the
     /// subclass's implementation in that property's vtable slot is what the
@@ -212,6 +253,7 @@ enum KeyPathRegistry {
         case .forceUnwrapped: throw .forceUnwrappedKeyPath
         case .notObservable(let part):
             throw refusal(keyPath, "it holds \(part), not only observable properties")
+        case .unknown: throw limitRefusal(keyPath)
         }
         var owner: Any.Type = type(of: keyPath).rootType
         // Past a `?` link, whether a link is read depends on the object: only
@@ -249,6 +291,15 @@ enum KeyPathRegistry {
     /// shape and declarations say it can be nothing but such a property.
     static func property(_ keyPath: AnyKeyPath, of object: AnyObject) -> PropertyKey? {
         let shape = KeyPathShape(of: keyPath)
+        if case .unknown = shape {
+            guard let match = DeclaredChains.match(keyPath), match.linkCount == 1,
+                DeclaredChains.isStored(match, from: object)
+            else { return nil }
+            let records = Probe.run { _ = (object as Any)[keyPath: keyPath] }
+            guard records.count == 1, records[0].object === object, denotes(records, keyPath) == true
+            else { return nil }
+            return records[0].property
+        }
         guard case .links(let links) = shape, links.count == 1,
             (try? declaredLinks(of: keyPath, shape: shape)) != nil
         else { return nil }
@@ -364,7 +415,10 @@ enum KeyPathRegistry {
     /// (`\Doc.pages.<String>`): for descriptions and refusals.
     static func spelling(of keyPath: AnyKeyPath) -> String {
         let root = "\\" + _typeName(type(of: keyPath).rootType, qualified: false)
-        guard case .links(let links) = KeyPathShape(of: keyPath) else { return keyPath.debugDescription }
+        guard case .links(let links) = KeyPathShape(of: keyPath) else {
+            guard let match = DeclaredChains.match(keyPath) else { return keyPath.debugDescription }
+            return match.links.reduce(root) { $0 + "." + $1.name }
+        }
         let names = links.map { ObservableComponents.name(of: $0.id) }
         return zip(links, names).reduce(root) { text, link in
             text + "." + (link.1 ?? "<\(link.0.valueTypeName)>") + (link.0.isOptionalChained ? "?" : "")

@@ -24,8 +24,11 @@ enum AccessorOverrides {
     /// Whether `subclass` (the class itself or one between it and `ancestor`)
     /// replaces an accessor that `ancestor` declares. `false` when they are
     /// the same class.
+    /// `true` (read through the key path: slower, never a wrong value) when
+    /// the layout did not pass the self-check.
     static func exist(in subclass: AnyClass, of ancestor: AnyClass) -> Bool {
         if subclass == ancestor { return false }
+        guard RuntimeLayout.isTrusted else { return true }
         let pair = Pair(ancestor: ObjectIdentifier(ancestor), subclass: ObjectIdentifier(subclass))
         if let known = answers.withLock({ $0[pair] }) { return known }
         let found = read(subclass, ancestor)
@@ -130,7 +133,8 @@ enum AccessorOverrides {
         }
     }
 
-    private static func read(_ subclass: AnyClass, _ ancestor: AnyClass) -> Bool {
+    /// ``exist(in:of:)``, ungated and uncached (the self-check's own reads).
+    static func read(_ subclass: AnyClass, _ ancestor: AnyClass) -> Bool {
         guard let vtable = VTable(of: ancestor) else { return true }
         for index in 0..<vtable.count where vtable.isInstanceAccessor(index) {
             if vtable.implementation(index, in: ancestor) != vtable.implementation(index, in: subclass) {
@@ -157,22 +161,30 @@ enum AccessorOverrides {
 
     /// Whether `subclass` overrides the getter of the property `property`
     /// declared by `ancestor`: one vtable slot compared, so an override of
-    /// another property does not count.
+    /// another property does not count. `.unknown` when the layout did not
+    /// pass the self-check.
     static func getter(
         of property: KeyPathComponentID, declaredBy ancestor: AnyClass, in subclass: AnyClass
     ) -> GetterOverride {
         if subclass == ancestor { return .none }
+        guard RuntimeLayout.isTrusted else { return .unknown }
         let key = GetterKey(property: property, ancestor: ObjectIdentifier(ancestor), subclass: ObjectIdentifier(subclass))
         if let known = getterAnswers.withLock({ $0[key] }) { return known }
-        var answer = GetterOverride.unknown
-        if property.kind == 0, let vtable = VTable(of: ancestor),
-            let index = vtable.index(ofDescriptorAt: property.value), vtable.isInstanceAccessor(index)
-        {
-            let own = vtable.implementation(index, in: subclass)
-            answer = own == vtable.implementation(index, in: ancestor) ? .none : .overridden(identity: own)
-        }
+        let answer = readGetter(of: property, declaredBy: ancestor, in: subclass)
         getterAnswers.withLock { $0[key] = answer }
         return answer
+    }
+
+    /// ``getter(of:declaredBy:in:)``, ungated and uncached (the self-check's own reads).
+    static func readGetter(
+        of property: KeyPathComponentID, declaredBy ancestor: AnyClass, in subclass: AnyClass
+    ) -> GetterOverride {
+        if subclass == ancestor { return .none }
+        guard property.kind == 0, let vtable = VTable(of: ancestor),
+            let index = vtable.index(ofDescriptorAt: property.value), vtable.isInstanceAccessor(index)
+        else { return .unknown }
+        let own = vtable.implementation(index, in: subclass)
+        return own == vtable.implementation(index, in: ancestor) ? .none : .overridden(identity: own)
     }
 
     /// Whether reading the property whose key path identity is `property`

@@ -47,33 +47,49 @@ enum KeyPathShape {
     /// subscript, a stored `let`/`var` without `@Observed`, a tuple element,
     /// a buffer this reader does not know).
     case notObservable(String)
+    /// Not read: the layout did not pass the self-check (LayoutSelfCheck.swift).
+    case unknown
 
     var isForceUnwrapped: Bool {
         if case .forceUnwrapped = self { return true }
         return false
     }
 
-    /// Reads the shape of `keyPath` from its component buffer.
+    /// The shape of `keyPath`, read from its component buffer; `.unknown`
+    /// when the layout did not pass the self-check.
     init(of keyPath: AnyKeyPath) {
-        self = withExtendedLifetime(keyPath) {
+        self = RuntimeLayout.isTrusted ? Self.read(keyPath) : .unknown
+    }
+
+    /// Reads the shape of `keyPath` from its component buffer, ungated (the
+    /// self-check's own reads).
+    static func read(_ keyPath: AnyKeyPath) -> KeyPathShape {
+        withExtendedLifetime(keyPath) {
             var reader = ComponentReader(keyPath)
             return reader.read(finalValueType: type(of: keyPath).valueType)
         }
     }
 
     /// The identity of the first component with arguments (a subscript) of
-    /// `keyPath`, read up to it.
+    /// `keyPath`, read up to it; `nil` when the layout is not trusted.
     static func firstArgumentComponentID(of keyPath: AnyKeyPath) -> KeyPathComponentID? {
-        withExtendedLifetime(keyPath) {
+        guard RuntimeLayout.isTrusted else { return nil }
+        return withExtendedLifetime(keyPath) {
             var reader = ComponentReader(keyPath)
             _ = reader.read(finalValueType: type(of: keyPath).valueType)
             return reader.firstArgumentID
         }
     }
 
-    /// The one computed component of a property's own key path (`\Account.name`).
+    /// The one computed component of a property's own key path
+    /// (`\Account.name`); `nil` when the layout is not trusted.
     static func singleLink(of keyPath: AnyKeyPath) -> KeyPathLink? {
-        guard case .links(let links) = KeyPathShape(of: keyPath), links.count == 1 else { return nil }
+        RuntimeLayout.isTrusted ? readSingleLink(keyPath) : nil
+    }
+
+    /// ``singleLink(of:)``, ungated.
+    static func readSingleLink(_ keyPath: AnyKeyPath) -> KeyPathLink? {
+        guard case .links(let links) = read(keyPath), links.count == 1 else { return nil }
         return links[0]
     }
 }
@@ -156,7 +172,7 @@ private struct ComponentReader {
                     if size >= MemoryLayout<UInt>.size,
                         let tail = OptionalLink.tail(id: componentID, argument: cursor.loadUnaligned(as: UInt.self))
                     {
-                        guard case .links(let tailLinks) = KeyPathShape(of: tail) else { return KeyPathShape(of: tail) }
+                        guard case .links(let tailLinks) = KeyPathShape.read(tail) else { return KeyPathShape.read(tail) }
                         splicedLinks = tailLinks
                     } else if let generic = Self.genericArgumentWitnesses, witnesses != generic {
                         return .notObservable("a subscript")

@@ -25,10 +25,21 @@ enum ObservableDeclarations {
     private static let cache = LockedState([ObjectIdentifier: [ObservableDeclaration]]())
 
     /// The observable properties of `type` and its superclasses (none for a
-    /// type that is not a class). Read once per class, then cached.
+    /// type that is not a class, and none read when the layout did not pass
+    /// the self-check). Read once per class, then cached.
     static func of(_ type: Any.Type) -> [ObservableDeclaration] {
-        guard let type = type as? AnyClass else { return [] }
+        guard RuntimeLayout.isTrusted, let type = type as? AnyClass else { return [] }
         if let cached = cache.withLock({ $0[ObjectIdentifier(type)] }) { return cached }
+        let declarations = read(type)
+        return cache.withLock { cache in
+            if let cached = cache[ObjectIdentifier(type)] { return cached }
+            cache[ObjectIdentifier(type)] = declarations
+            return declarations
+        }
+    }
+
+    /// ``of(_:)`` for a class, ungated and uncached (the self-check's own reads).
+    static func read(_ type: AnyClass) -> [ObservableDeclaration] {
         var declarations: [ObservableDeclaration] = []
         var current: AnyClass? = type
         while let declaring = current {
@@ -45,11 +56,7 @@ enum ObservableDeclarations {
             }
             current = _getSuperclass(declaring)
         }
-        return cache.withLock { cache in
-            if let cached = cache[ObjectIdentifier(type)] { return cached }
-            cache[ObjectIdentifier(type)] = declarations
-            return declarations
-        }
+        return declarations
     }
 
     /// Whether a component whose value type is `valueType` can be one of the
