@@ -138,6 +138,13 @@ final class CaTabledUpper: CaTabledBase, @unchecked Sendable {
         let didSet = try run(CaTabledDidSet())
         let heir = try run(CaTabledHeir())
         #expect(base.count == 4)
+        if isFallbackRun {
+            // Without the layout an override cannot be told apart: on a subclass the array is read
+            // through its key path, each change a setting without indexes (values still right).
+            #expect(didSet == heir)
+            #expect(didSet.count == 4 && didSet.allSatisfy { $0.hasPrefix("setting [] ") })
+            return
+        }
         // Before: a subclass overriding any accessor observed inherited arrays
         // as settings, without indexes.
         #expect(didSet == base)

@@ -208,6 +208,8 @@ enum KeyPathRegistry {
                 chainNumber: DeclaredChains.chainNumber(of: match))
         }
         guard records[0].property.valueType == Value.self else { throw refusal(keyPath, "its value type") }
+        // Its declared name, which the unread declarations did not give it.
+        EngineKeyDescriptions.file(records[0].property.key, name: match.links[0].name)
         return ResolvedKeyPath(kind: .property, keyPath: keyPath, key: records[0].property.key, property: records[0].property)
     }
 
