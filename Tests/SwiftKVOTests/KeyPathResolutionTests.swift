@@ -264,3 +264,35 @@ private final class Shelf: KeyValueObservable, @unchecked Sendable {
         purse.didChangeValue(for: \.self)
     }
 }
+
+/// A tuple, an array and an optional link: key paths into each are refused.
+private final class KprSheet: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var pair = (1, "one")
+    @ObservedArray var items: [Int] = [1]
+    @Observed var child: KprSheet?
+    static var observableKeyPaths: [String: AnyKeyPath] {
+        ["pair": \KprSheet.pair, "items": \KprSheet.items, "child": \KprSheet.child]
+    }
+}
+
+extension KeyPathResolutionTests {
+    @Test func refusalDetailsNameDeclaredPropertiesNeverAddresses() throws {
+        let sheet = KprSheet()
+        sheet.child = KprSheet()
+        let refused: [(AnyKeyPath, String, () throws -> Void)] = [
+            (\KprSheet.pair.0, "\\KprSheet.pair.<", { _ = try sheet.observe(\.pair.0) { _, _ in } }),
+            (\KprSheet.items[0], "\\KprSheet.items.<a subscript>", { _ = try sheet.observe(\.items[0]) { _, _ in } }),
+            (\KprSheet.child?.pair.0, "\\KprSheet.child?.pair.<", { _ = try sheet.observe(\.child?.pair.0) { _, _ in } }),
+        ]
+        for (keyPath, spelled, register) in refused {
+            let error = #expect(throws: KVOError.unsupportedKeyPath, "\(keyPath)") { try register() }
+            let detail = error?.detail ?? ""
+            #expect(!detail.contains("0x"), "an address in: \(detail)")
+            #expect(!detail.contains("<computed"), "the runtime's spelling in: \(detail)")
+            // With the layout, each property is named; without it (the
+            // self-check failed), the key path is spelled by its value type.
+            if !isFallbackRun { #expect(detail.hasPrefix(spelled), "\(detail)") }
+        }
+    }
+}

@@ -49,7 +49,7 @@ private func links(_ keyPath: AnyKeyPath) -> [KeyPathLink]? {
 }
 
 private func refusal(_ keyPath: AnyKeyPath) -> String? {
-    if case .notObservable(let what) = KeyPathShape.read(keyPath) { return what }
+    if case .notObservable(let what, _) = KeyPathShape.read(keyPath) { return what }
     return nil
 }
 
@@ -85,7 +85,7 @@ private func refusal(_ keyPath: AnyKeyPath) -> String? {
 
     @Test func subscriptsStoredPropertiesAndForceUnwrapsAreNotLinks() {
         #expect(refusal(\ShapeOwner.[0]) == "a subscript")
-        #expect(refusal(\ShapeWallet.fixed) == "a stored property that is not @Observed")
+        #expect(refusal(\ShapeWallet.fixed) == "a stored property or tuple element that is not @Observed")
         #expect(KeyPathShape.read(\ShapeOwner.wallet!.balance).isForceUnwrapped)
     }
 
@@ -157,6 +157,6 @@ private func refusal(_ keyPath: AnyKeyPath) -> String? {
         let linked = OptionalLink.linking(\ShapeWallet.cents)
         #expect(reading(linked) != nil)  // a computed property reads as a link: declarations refuse it
         let stored = OptionalLink.linking(\ShapeWallet.fixed)
-        #expect(refusal(stored) == "a stored property that is not @Observed")
+        #expect(refusal(stored) == "a stored property or tuple element that is not @Observed")
     }
 }

@@ -216,10 +216,11 @@ extension Account {
             let typed = Log<String>()
             let named = Log<String>()
             let options: ObservingOptions = [.initial, .old, .new, .prior]
-            // The values by name are the typed values, as `Any` (levels of
-            // optionality kept: printed, not cast, to compare them).
+            // The values by name are the typed values, as `Any`, optionals
+            // unwrapped (printed, not cast, to compare them).
             let t1 = try ledger.observe(\.spare?.name, options: options) { _, change in
-                typed.append("\(change.isPrior) \(String(reflecting: change.oldValue))→\(String(reflecting: change.newValue))")
+                let flat = change.flattened()
+                typed.append("\(flat.isPrior) \(String(reflecting: flat.oldValue))→\(String(reflecting: flat.newValue))")
             }
             let t2 = try ledger.observe(keyPath: "spare.name", options: options) { _, change in
                 named.append("\(change.isPrior) \(String(reflecting: change.oldValue))→\(String(reflecting: change.newValue))")
@@ -258,16 +259,16 @@ extension Account {
         withExtendedLifetime(observer) {}
     }
 
-    @Test func optionalLinksByNameNestAndKeepAnOptionalLeafOneLevelDeep() throws {
+    @Test func optionalLinksByNameNestAndUnwrapAnOptionalLeaf() throws {
         let shelf = Shelf()
         let typed = Log<String>()
         let named = Log<String>()
         // As typed: `\Shelf.ledger?.note` is a `String?` (the chain adds no
-        // level), and so is `\Shelf.ledger?.spare?.name`.
+        // level), and so is `\Shelf.ledger?.spare?.name`; by name, unwrapped.
         let tokens = [
-            try shelf.observe(\.ledger?.note, options: .new) { _, c in typed.append("note \(String(reflecting: c.newValue))") },
+            try shelf.observe(\.ledger?.note, options: .new) { _, c in typed.append("note \(String(reflecting: c.flattened().newValue))") },
             try shelf.observe(keyPath: "ledger.note", options: .new) { _, c in named.append("note \(String(reflecting: c.newValue))") },
-            try shelf.observe(\.ledger?.spare?.name, options: .new) { _, c in typed.append("name \(String(reflecting: c.newValue))") },
+            try shelf.observe(\.ledger?.spare?.name, options: .new) { _, c in typed.append("name \(String(reflecting: c.flattened().newValue))") },
             try shelf.observe(keyPath: "ledger.spare.name", options: .new) { _, c in named.append("name \(String(reflecting: c.newValue))") },
         ]
         let ledger = Ledger()
@@ -279,7 +280,7 @@ extension Account {
         shelf.ledger = nil
         #expect(typed.values.count == 8)
         #expect(named.values == typed.values)
-        #expect(named.values.contains("name Optional(Optional(\"rainy day\"))"), "\(named.values)")
+        #expect(named.values.contains("name Optional(\"rainy day\")"), "\(named.values)")
         for token in tokens { token.invalidate() }
     }
 
@@ -482,4 +483,108 @@ final class AtkDependentNamed: KeyValueObservable, @unchecked Sendable {
     var sum: Int { a }
     static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { [\AtkDependentNamed.sum: [\AtkDependentNamed.a]] }
     static var observableKeyPaths: [String: AnyKeyPath] { ["a": \AtkDependentNamed.a, "sum": \AtkDependentNamed.sum] }
+}
+
+/// A dependent key with a setter, and a link to an object of its own class.
+private final class KvcSettableDependent: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var cents = 0
+    @Observed var child: KvcSettableDependent?
+    var euros: Int {
+        get { cents / 100 }
+        set { cents = newValue * 100 }
+    }
+    static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+        [\KvcSettableDependent.euros: [\KvcSettableDependent.cents]]
+    }
+    static var observableKeyPaths: [String: AnyKeyPath] {
+        ["cents": \KvcSettableDependent.cents, "child": \KvcSettableDependent.child, "euros": \KvcSettableDependent.euros]
+    }
+}
+
+/// An optional link, and an optional property.
+private final class KvcOrder: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var customer: KvcCustomer?
+    @Observed var coupon: String?
+    static var observableKeyPaths: [String: AnyKeyPath] {
+        ["customer": \KvcOrder.customer, "coupon": \KvcOrder.coupon]
+    }
+}
+
+private final class KvcCustomer: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    @Observed var name: String
+    init(name: String) { self.name = name }
+    static var observableKeyPaths: [String: AnyKeyPath] { ["name": \KvcCustomer.name] }
+}
+
+@Suite(.needsLayout("its registrations")) struct KeyValueCodingRulesTests {
+    @Test func setValueForKeyRefusesADependentKeyEvenOneWithASetter() throws {
+        let object = KvcSettableDependent()
+        let log = Log<String>()
+        let token = try object.observe(keyPath: "cents", options: .new) { _, change in log.append("\(change.newValue ?? "-")") }
+        let error = #expect(throws: KVOError.unsupportedKeyPath) { try object.setValue(3, forKey: "euros") }
+        #expect(error?.detail?.contains("`euros` is a dependent key") == true, "\(String(describing: error))")
+        object.child = KvcSettableDependent()
+        #expect(throws: KVOError.unsupportedKeyPath) { try object.setValue(3, forKeyPath: "child.euros") }
+        #expect(object.cents == 0 && object.child?.cents == 0)
+        #expect(log.values.isEmpty, "a refused assignment notified: \(log.values)")
+        // The setter stays the code's to call.
+        object.euros = 2
+        #expect(log.values == ["200"])
+        token.invalidate()
+    }
+
+    @Test func forKeyMeansOneKeyAndADottedKeyPointsToForKeyPath() throws {
+        let object = KvcSettableDependent()
+        object.child = KvcSettableDependent()
+        let set = #expect(throws: KVOError.unknownKey) { try object.setValue(5, forKey: "child.cents") }
+        #expect(set?.detail?.contains("setValue(_:forKeyPath:)") == true, "\(String(describing: set))")
+        let read = #expect(throws: KVOError.unknownKey) { _ = try object.value(forKey: "child.cents") }
+        #expect(read?.detail?.contains("value(forKeyPath:)") == true, "\(String(describing: read))")
+        #expect(object.child?.cents == 0)
+        try object.setValue(5, forKeyPath: "child.cents")
+        #expect(try object.value(forKeyPath: "child.cents") as? Int == 5)
+    }
+
+    @Test func byNameObservationAndValueForKeyPathAgreeOnOptionals() throws {
+        let order = KvcOrder()
+        let observed = Log<String>()
+        let read = Log<String>()
+        @Sendable func record(_ value: Any?, in log: Log<String>) { log.append(String(reflecting: value)) }
+        let tokens = [
+            try order.observe(keyPath: "customer.name", options: [.initial, .new]) { order, change in
+                record(change.newValue, in: observed)
+                record(try? order.value(forKeyPath: "customer.name"), in: read)
+            },
+            try order.observe(keyPath: "coupon", options: [.initial, .new]) { order, change in
+                record(change.newValue, in: observed)
+                record(try? order.value(forKeyPath: "coupon"), in: read)
+            },
+        ]
+        order.customer = KvcCustomer(name: "Grace")
+        order.coupon = "SPRING"
+        order.coupon = nil
+        order.customer = nil
+        // One rule: values by name are `Any`, optionals unwrapped at every
+        // level, `nil` for `nil`, as value(forKeyPath:) reads them.
+        #expect(observed.values == ["nil", "nil", "Optional(\"Grace\")", "Optional(\"SPRING\")", "nil", "nil"])
+        #expect(observed.values == read.values)
+        for token in tokens { token.invalidate() }
+    }
+
+    @Test func aControllerByNameDeliversTheValuesValueForKeyPathReads() throws {
+        let order = KvcOrder()
+        let observer = NSObject()
+        let kvo = KVOController(observer: observer)
+        let log = Log<String>()
+        #expect(try kvo.observe(order, keyPath: "coupon", options: .new) { _, _, change in log.append(String(reflecting: change.newValue)) })
+        #expect(try kvo.observe(order, keyPath: "customer.name", options: .new) { _, _, change in log.append(String(reflecting: change.newValue)) })
+        order.coupon = "A"
+        order.coupon = nil
+        order.customer = KvcCustomer(name: "Ada")
+        #expect(log.values == ["Optional(\"A\")", "nil", "Optional(\"Ada\")"])
+        withExtendedLifetime(observer) {}
+    }
 }

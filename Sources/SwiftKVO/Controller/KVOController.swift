@@ -233,7 +233,8 @@ public final class KVOController<Observer: AnyObject>: @unchecked Sendable {
 
     /// Observes several key paths of `object` with one block; each change's
     /// ``ObservedChange/keyPath`` tells which one fired, and its values are the
-    /// property's values as `Any`.
+    /// property's values as `Any`, optionals unwrapped (`nil` for `nil`), as
+    /// by name.
     ///
     /// - Returns: How many of the key paths were newly observed (the others
     ///   were observed already).
@@ -556,7 +557,7 @@ extension KeyPath: ControllerKeyPathOpening {
     ) throws(KVOError) -> Bool {
         guard let keyPath = self as? KeyPath<R, Value> else { throw .unsupportedKeyPath }
         return try controller.observe(object, keyPath, options: options) { observer, object, change in
-            block(observer, object, change.map { $0 as Any })
+            block(observer, object, change.flattened())
         }
     }
 

@@ -9,20 +9,24 @@ extension KeyValueObservable {
     /// The value of the observable key `key`, as Apple's `value(forKey:)`.
     ///
     /// - Parameter key: A name in the class's ``observableKeyPaths``.
-    /// - Returns: The value (`nil` for an optional property that is `nil`).
-    /// - Throws: ``KVOError/unknownKey`` if the class has no such key.
+    /// - Returns: The value, its optionals unwrapped (`nil` for an optional
+    ///   property that is `nil`).
+    /// - Throws: ``KVOError/unknownKey`` if the class has no such key, and for
+    ///   a dotted key (a key path: ``value(forKeyPath:)`` follows it).
     ///
     /// Thread-safe as reading the property is. Cost: a dictionary lookup
     /// under a lock, then the key path read.
     public func value(forKey key: String) throws(KVOError) -> Any? {
-        try value(forKeyPath: key)
+        try KeyValueCoding.checkSingle(key, use: "value(forKeyPath:)")
+        return try value(forKeyPath: key)
     }
 
     /// The value at the dotted key path `keyPath` (`"account.name"`), as
     /// Apple's `value(forKeyPath:)`.
     ///
     /// Each name is looked up in the table of the class the previous one
-    /// leads to; a `nil` link makes the whole value `nil`.
+    /// leads to; a `nil` link makes the whole value `nil`. Optionals are
+    /// unwrapped at every level, as observing the path by name delivers them.
     /// - Throws: ``KVOError/unknownKey`` naming the first unknown name.
     public func value(forKeyPath keyPath: String) throws(KVOError) -> Any? {
         guard let (holder, key) = try KeyValueCoding.holder(of: keyPath, from: self) else { return nil }
@@ -47,11 +51,14 @@ extension KeyValueObservable {
     /// `setValue(_:forKey:)`: an assignment through the key path, which
     /// notifies exactly as the same assignment in code.
     ///
-    /// - Throws: ``KVOError/unknownKey`` for an unknown key;
+    /// - Throws: ``KVOError/unknownKey`` for an unknown key, and for a dotted
+    ///   key (a key path: ``setValue(_:forKeyPath:)`` follows it);
     ///   ``KVOError/typeMismatch`` for a value of another type (or `nil` for a
     ///   property that is not optional); ``KVOError/unsupportedKeyPath`` for a
-    ///   key that cannot be assigned (a dependent key). Nothing changes then.
+    ///   key that cannot be assigned (a dependent key, even one with a
+    ///   setter). Nothing changes then.
     public func setValue(_ value: Any?, forKey key: String) throws(KVOError) {
+        try KeyValueCoding.checkSingle(key, use: "setValue(_:forKeyPath:)")
         try setValue(value, forKeyPath: key)
     }
 
@@ -63,7 +70,9 @@ extension KeyValueObservable {
         guard let (holder, key) = try KeyValueCoding.holder(of: keyPath, from: self) else {
             throw KVOError(.notFound, detail: "`\(keyPath)`: a link on the way is nil")
         }
-        try KeyValueCoding.path(key, on: type(of: holder)).write(value, keyPath: keyPath, to: holder)
+        let path = try KeyValueCoding.path(key, on: type(of: holder))
+        try KeyValueCoding.checkAssignable(path.keyPath, of: holder, name: keyPath)
+        try path.write(value, keyPath: keyPath, to: holder)
     }
 
     /// Observes the key or dotted key path `keyPath` by name, as Apple's
@@ -71,9 +80,11 @@ extension KeyValueObservable {
     ///
     /// The same observation as ``observe(_:options:changeHandler:)`` with the
     /// typed key path the name stands for: same key, order, options and
-    /// lifetimes; the values arrive as `Any`. Through an optional link
-    /// (`"spare.name"` with `spare: Account?`) that key path is the optional
-    /// chain `\.spare?.name`, and the values are its `String?`s.
+    /// lifetimes. The values arrive as ``value(forKeyPath:)`` reads them:
+    /// as `Any`, optionals unwrapped at every level, `nil` for `nil`. Through
+    /// an optional link (`"spare.name"` with `spare: Account?`) that key path
+    /// is the optional chain `\.spare?.name`: its values are the names, or
+    /// `nil` while `spare` or its name is `nil`.
     /// - Throws: ``KVOError/unknownKey``, and the refusals of the typed call.
     public func observe(
         keyPath: String, options: ObservingOptions = [],
@@ -137,6 +148,23 @@ extension KVOController {
 
 /// Resolution of names to key paths.
 enum KeyValueCoding {
+    /// Throws ``KVOError/unknownKey`` for a dotted `key` given where one key
+    /// is meant, pointing to `method`, which follows key paths.
+    static func checkSingle(_ key: String, use method: String) throws(KVOError) {
+        guard key.utf8.contains(UInt8(ascii: ".")) else { return }
+        throw KVOError(.unknownKey, detail: "`\(key)` is a key path, not a key: \(method) follows it")
+    }
+
+    /// Throws ``KVOError/unsupportedKeyPath`` if `keyPath`, named `name`,
+    /// is a dependent key of `holder`: a dependent key is computed, never
+    /// assigned by name, even where it has a setter.
+    static func checkAssignable(
+        _ keyPath: AnyKeyPath, of holder: some KeyValueObservable, name: String
+    ) throws(KVOError) {
+        guard Dependencies.isDeclared(keyPath, on: holder) else { return }
+        throw KVOError(.unsupportedKeyPath, detail: "`\(name)` is a dependent key: it is computed, not assigned")
+    }
+
     /// The object holding the last key of the dotted `path`, and that key:
     /// each link before it read on the object it leads to (so optional links
     /// are followed); `nil` if a link is `nil`, once the names past it are
@@ -395,7 +423,7 @@ extension KeyPath: ErasedKeyPath where Root: KeyValueObservable {
         let resolved = try KeyPathRegistry.resolve(self, on: root)
         guard resolved.kind != .chain else {
             return try root.observe(self, options: options) { root, change in
-                handler(root, change.map { $0 as Any })
+                handler(root, change.flattened())
             }
         }
         let box = NamedObservation(
@@ -405,9 +433,20 @@ extension KeyPath: ErasedKeyPath where Root: KeyValueObservable {
     }
 }
 
-/// `value` as `Any?`: an optional's wrapped value, or `nil`.
-private func flattened<Value>(_ value: Value) -> Any? {
-    guard let optional = Value.self as? any OptionalValue.Type else { return value }
-    func unwrap<Wrapper: OptionalValue>(_: Wrapper.Type) -> Any? { (value as! Wrapper).wrappedValue }
-    return unwrap(optional)
+/// `value` as `Any?`, as every call by name hands values out: an optional's
+/// wrapped value at every level, or `nil`.
+func flattened<Value>(_ value: Value) -> Any? {
+    guard Value.self is any OptionalValue.Type else { return value }
+    var unwrapped: Any? = value
+    while let nested = unwrapped, let optional = nested as? any OptionalValue { unwrapped = optional.wrappedValue }
+    return unwrapped
+}
+
+extension ObservedChange {
+    /// This change with its values as `Any`, flattened (``flattened(_:)``).
+    func flattened() -> ObservedChange<Any> {
+        ObservedChange<Any>(
+            kind: kind, oldValue: oldValue.flatMap(SwiftKVO.flattened), newValue: newValue.flatMap(SwiftKVO.flattened),
+            indexes: _indexes, isPrior: isPrior, isInitial: isInitial, keyPath: _keyPath)
+    }
 }

@@ -152,6 +152,12 @@ enum Dependencies {
     /// the declaring class's to make: it is ignored, so it can never turn
     /// another class's property into a key that class's setters do not
     /// announce.
+    /// Whether `keyPath` is a dependent key `object`'s class declares (what
+    /// key-value coding refuses to assign).
+    static func isDeclared<Root: KeyValueObservable>(_ keyPath: AnyKeyPath, on object: Root) -> Bool {
+        declaration(of: keyPath, in: declarations(of: object)) != nil
+    }
+
     private static func declarations<Root: KeyValueObservable>(
         of object: Root
     ) -> [AnyKeyPath: [AnyKeyPath]] {

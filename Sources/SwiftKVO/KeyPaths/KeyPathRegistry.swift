@@ -253,7 +253,7 @@ enum KeyPathRegistry {
         switch shape {
         case .links(let found): links = found
         case .forceUnwrapped: throw .forceUnwrappedKeyPath
-        case .notObservable(let part):
+        case .notObservable(let part, _):
             throw refusal(keyPath, "it holds \(part), not only observable properties")
         case .unknown: throw limitRefusal(keyPath)
         }
@@ -415,15 +415,28 @@ enum KeyPathRegistry {
     /// `keyPath` spelled with the names of its properties (`\Folder.account?.name`)
     /// where they are known, and each other component by its value type
     /// (`\Doc.pages.<String>`): for descriptions and refusals.
+    /// Never an address: a component that is not named is spelled by what
+    /// it is (`\Sheet.pair.<a stored property or tuple element …>`), and a
+    /// key path that cannot be read by its value type (`\Sheet.<… (Int)>`).
     static func spelling(of keyPath: AnyKeyPath) -> String {
         let root = "\\" + _typeName(type(of: keyPath).rootType, qualified: false)
-        guard case .links(let links) = KeyPathShape(of: keyPath) else {
-            guard let match = DeclaredChains.match(keyPath) else { return keyPath.debugDescription }
-            return match.links.reduce(root) { $0 + "." + $1.name }
+        func spelled(_ links: [KeyPathLink]) -> String {
+            var owner: Any.Type = type(of: keyPath).rootType
+            var text = root
+            for link in links {
+                text += "." + (ObservableComponents.name(of: link.id, in: owner) ?? "<\(link.valueTypeName)>")
+                text += link.isOptionalChained ? "?" : ""
+                owner = link.valueType
+                if link.isOptionalChained, let optional = owner as? any OptionalValue.Type { owner = optional.wrappedType }
+            }
+            return text
         }
-        let names = links.map { ObservableComponents.name(of: $0.id) }
-        return zip(links, names).reduce(root) { text, link in
-            text + "." + (link.1 ?? "<\(link.0.valueTypeName)>") + (link.0.isOptionalChained ? "?" : "")
+        switch KeyPathShape(of: keyPath) {
+        case .links(let links): return spelled(links)
+        case .notObservable(let part, let links): return spelled(links) + ".<\(part)>"
+        case .forceUnwrapped, .unknown:
+            if let match = DeclaredChains.match(keyPath) { return match.links.reduce(root) { $0 + "." + $1.name } }
+            return root + ".<… (\(_typeName(type(of: keyPath).valueType, qualified: false)))>"
         }
     }
 

@@ -57,9 +57,12 @@ enum ObservableComponents {
         }
     }
 
-    /// The name of the property `id` identifies, when known.
-    static func name(of id: KeyPathComponentID) -> String? {
-        state.withLock { $0.known[id]?.name }
+    /// The name of the property `id` identifies, when known: reported, or
+    /// declared by the table of `owner` (read for it if it was not yet).
+    static func name(of id: KeyPathComponentID, in owner: Any.Type? = nil) -> String? {
+        if let name = state.withLock({ $0.known[id]?.name }) { return name }
+        guard let owner, completeIdentities(of: owner, reports: false) != nil else { return nil }
+        return state.withLock { $0.known[id]?.name }
     }
 
     /// Files what the wrappers read under the probe reported.

@@ -6,8 +6,9 @@
 final class NamedObservation: EngineObservation, @unchecked Sendable {
     let handler: @Sendable (AnyObject, ObservedChange<Any>) -> Void
     let unmanagedKeyPath: Unmanaged<AnyKeyPath>
-    /// Copies a value of the property's type from the engine's pointer.
-    let load: (UnsafeRawPointer) -> Any
+    /// Copies a value of the property's type from the engine's pointer,
+    /// flattened as every value by name (an optional's wrapped value, or `nil`).
+    let load: (UnsafeRawPointer) -> Any?
     let readsInitialValue: Bool
 
     init<Value>(
@@ -16,7 +17,11 @@ final class NamedObservation: EngineObservation, @unchecked Sendable {
     ) {
         self.handler = handler
         self.unmanagedKeyPath = unmanagedKeyPath
-        self.load = { $0.assumingMemoryBound(to: Value.self).pointee }
+        if Value.self is any OptionalValue.Type {
+            self.load = { flattened($0.assumingMemoryBound(to: Value.self).pointee) }
+        } else {
+            self.load = { $0.assumingMemoryBound(to: Value.self).pointee }
+        }
         self.readsInitialValue = readsInitialValue
         super.init { change, box in NamedObservation.deliver(change, to: box) }
     }
@@ -43,7 +48,7 @@ final class NamedObservation: EngineObservation, @unchecked Sendable {
     private func initialValue(_ change: EngineChange, of address: UnsafeRawPointer) -> Any? {
         guard readsInitialValue, change.isInitial else { return nil }
         return Unmanaged<AnyObject>.fromOpaque(address)._withUnsafeGuaranteedRef {
-            ($0 as Any)[keyPath: unmanagedKeyPath.takeUnretainedValue()]
+            flattened(($0 as Any)[keyPath: unmanagedKeyPath.takeUnretainedValue()])
         }
     }
 }
@@ -55,7 +60,7 @@ extension ObservedChange where Value == Any {
     /// notification without one.
     @inline(__always)
     init(
-        delivered change: EngineChange, load: (UnsafeRawPointer) -> Any,
+        delivered change: EngineChange, load: (UnsafeRawPointer) -> Any?,
         initialValue: () -> Any?, keyPath: Unmanaged<AnyKeyPath>
     ) {
         self._bits = change.changeBits

@@ -45,8 +45,8 @@ enum KeyPathShape {
     case forceUnwrapped
     /// A component that is no property: the payload says what it is (a
     /// subscript, a stored `let`/`var` without `@Observed`, a tuple element,
-    /// a buffer this reader does not know).
-    case notObservable(String)
+    /// a buffer this reader does not know), after the links read before it.
+    case notObservable(String, after: [KeyPathLink])
     /// Not read: the layout did not pass the self-check (LayoutSelfCheck.swift).
     case unknown
 
@@ -142,18 +142,18 @@ private struct ComponentReader {
         var pendingID: KeyPathComponentID?
         var splicedLinks: [KeyPathLink]?
         while cursor < end {
-            guard let header = take(UInt32.self) else { return .notObservable("an unreadable key path") }
+            guard let header = take(UInt32.self) else { return .notObservable("an unreadable key path", after: links) }
             let payload = header & Self.storedPayloadMask
             switch (header >> Self.kindShift) & Self.kindMask {
             case Self.structStored, Self.classStored:
-                return .notObservable("a stored property that is not @Observed")
+                return .notObservable("a stored property or tuple element that is not @Observed", after: links)
             case Self.computed:
                 align()
                 // The identity, the getter and, when settable, the setter.
                 guard let id = take(UInt.self), take(UInt.self) != nil,
                     header & Self.settable == 0 || take(UInt.self) != nil,
                     id != 0 || header & Self.idKinds != 0
-                else { return .notObservable("an unreadable key path") }
+                else { return .notObservable("an unreadable key path", after: links) }
                 let componentID = KeyPathComponentID(value: id, kind: header & Self.idKinds)
                 if header & Self.hasArguments != 0 {
                     // Their size, their witnesses, then the arguments. A
@@ -167,7 +167,7 @@ private struct ComponentReader {
                     // for it.
                     guard let size = take(Int.self), let witnesses = take(UInt.self), size >= 0,
                         end - cursor >= size
-                    else { return .notObservable("an unreadable key path") }
+                    else { return .notObservable("an unreadable key path", after: links) }
                     if firstArgumentID == nil { firstArgumentID = componentID }
                     if size >= MemoryLayout<UInt>.size,
                         let tail = OptionalLink.tail(id: componentID, argument: cursor.loadUnaligned(as: UInt.self))
@@ -175,7 +175,7 @@ private struct ComponentReader {
                         guard case .links(let tailLinks) = KeyPathShape.read(tail) else { return KeyPathShape.read(tail) }
                         splicedLinks = tailLinks
                     } else if let generic = Self.genericArgumentWitnesses, witnesses != generic {
-                        return .notObservable("a subscript")
+                        return .notObservable("a subscript", after: links)
                     }
                     cursor += size
                 }
@@ -191,14 +191,14 @@ private struct ComponentReader {
             case Self.optional where payload == Self.optionalForce:
                 return .forceUnwrapped
             default:
-                return .notObservable("an unreadable key path")
+                return .notObservable("an unreadable key path", after: links)
             }
             // Between components: the metadata of the value type of the one just read.
             let valueType: Any.Type
             if cursor < end {
                 align()
                 guard let word = take(UInt.self), let metadata = UnsafeRawPointer(bitPattern: word) else {
-                    return .notObservable("an unreadable key path")
+                    return .notObservable("an unreadable key path", after: links)
                 }
                 valueType = unsafeBitCast(metadata, to: Any.Type.self)
             } else {
@@ -213,7 +213,7 @@ private struct ComponentReader {
                 splicedLinks = nil
             }
         }
-        guard cursor == end, !links.isEmpty else { return .notObservable("an unreadable key path") }
+        guard cursor == end, !links.isEmpty else { return .notObservable("an unreadable key path", after: links) }
         return .links(links)
     }
 
