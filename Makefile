@@ -115,15 +115,24 @@ tsan: deps
 	@echo "== test: ThreadSanitizer, C suite with fenced readers (CKVO_FENCED_READERS=1)"
 	CKVO_FENCED_READERS=1 SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" \
 		$(SWIFT) test $(TSAN_BUILD) --filter CKVOCoreTests
+	@echo "== test: ThreadSanitizer, Swift suites with the layout self-check forced to fail"
+	SWIFTKVO_RUNTIME_SELF_CHECK=fail SWIFTKVO_SANITIZER=thread TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" \
+		$(SWIFT) test $(TSAN_BUILD) --filter SwiftKVOTests
 
 # UBSan instruments the C targets (engine and test helpers) through -Xcc: swiftc rejects
 # --sanitize=undefined on Linux, and the ASan runtime it links carries UBSan's handlers.
 # halt_on_error makes every UBSan report fail the run.
+ASAN_BUILD := --sanitize=address -Xcc -fsanitize=undefined --scratch-path .build-asan
+
 asan: deps
 	@echo "== test: AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer (C targets)"
 	SWIFTKVO_SANITIZER=address ASAN_OPTIONS="$(ASAN_OPTIONS_RUN)" LSAN_OPTIONS="$(LSAN_OPTIONS_RUN)" \
 		UBSAN_OPTIONS="$(UBSAN_OPTIONS_RUN)" \
-		$(SWIFT) test --sanitize=address -Xcc -fsanitize=undefined --scratch-path .build-asan
+		$(SWIFT) test $(ASAN_BUILD)
+	@echo "== test: AddressSanitizer, Swift suites with the layout self-check forced to fail"
+	SWIFTKVO_RUNTIME_SELF_CHECK=fail SWIFTKVO_SANITIZER=address ASAN_OPTIONS="$(ASAN_OPTIONS_RUN)" \
+		LSAN_OPTIONS="$(LSAN_OPTIONS_RUN)" UBSAN_OPTIONS="$(UBSAN_OPTIONS_RUN)" \
+		$(SWIFT) test $(ASAN_BUILD) --filter SwiftKVOTests
 
 # What only an optimized build shows: the allocation tests (a debug build allocates where
 # the optimizer does not), the memory bounds at full size (10 million short-lived
