@@ -26,6 +26,7 @@ enum KVOControllerStyle: Sendable {
 /// The observed object of both KVOController peers, as a user declares it.
 final class KVOControllerBenchSubject: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \KVOControllerBenchSubject.value] }
     @Observed var value = 0
 }
 

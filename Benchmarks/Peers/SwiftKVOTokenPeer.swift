@@ -132,6 +132,7 @@ extension SwiftKVOTokenPeer {
     /// every other workload's `Subject` setter becomes a call.
     final class UnobservedSubject: KeyValueObservable, @unchecked Sendable {
         let kvoRegistrar = KVORegistrar()
+        static var observableKeyPaths: [String: AnyKeyPath] { ["value": \UnobservedSubject.value] }
         let layoutTag = 0
         @Observed var value = 0
     }

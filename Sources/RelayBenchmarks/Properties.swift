@@ -11,6 +11,7 @@ import Synchronization
 
 final class BenchValue: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["t": \BenchValue.t] }
     @Observed var t = 0
 }
 

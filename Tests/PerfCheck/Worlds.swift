@@ -80,6 +80,7 @@ extension Quiet: SettableValue {}
 /// A class of its own that nothing ever observes.
 final class Quiet: KeyValueObservable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Quiet.value] }
     @Observed var value = 0
 }
 

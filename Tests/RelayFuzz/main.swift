@@ -38,6 +38,7 @@ struct NoTransport: RelayTransport {
 
 final class Flags: KeyValueObservable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["on": \Flags.on, "banner": \Flags.banner] }
     @Observed var on = false
     @Observed var banner = ""
 }
@@ -45,6 +46,7 @@ final class Flags: KeyValueObservable {
 /// Properties under every merge policy but the whole value's.
 final class Ledger: KeyValueObservable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["counts": \Ledger.counts, "labels": \Ledger.labels, "tags": \Ledger.tags, "visits": \Ledger.visits] }
     @Observed var counts: [String: Int] = [:]
     @Observed var labels: [String: String] = [:]
     @Observed var tags: Set<String> = []

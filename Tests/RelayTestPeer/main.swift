@@ -12,6 +12,7 @@ import SwiftKVORelay
 
 final class Counter: KeyValueObservable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Counter.value] }
     @Observed var value = 0
 }
 

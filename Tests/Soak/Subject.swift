@@ -48,6 +48,7 @@ final class SubjectLedger: Sendable {
 
 final class Subject: KeyValueObservable, @unchecked Sendable {  // changed only by the thread holding it
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Subject.value, "items": \Subject.items] }
     let ledger = SubjectLedger()
     @Observed var value = Stamp(number: 0)
     @ObservedArray var items: [UInt64] = []

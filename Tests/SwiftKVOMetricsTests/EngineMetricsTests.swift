@@ -7,6 +7,7 @@ import Testing
 @Suite struct EngineMetricsTests {
     final class Thermostat: KeyValueObservable {
         let kvoRegistrar = KVORegistrar()
+        static var observableKeyPaths: [String: AnyKeyPath] { ["celsius": \Thermostat.celsius] }
         @Observed var celsius = 20.0
     }
 

@@ -158,6 +158,7 @@ extension RelayTests {
 
 final class PeerCounter: KeyValueObservable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \PeerCounter.value] }
     @Observed var value = 0
 }
 

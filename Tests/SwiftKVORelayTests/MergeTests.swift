@@ -9,6 +9,7 @@ import Testing
 /// custom-merged set of seen regions, all under the service's own lock.
 final class Stock: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["counts": \Stock.counts, "labels": \Stock.labels, "tags": \Stock.tags, "badges": \Stock.badges, "visits": \Stock.visits, "regions": \Stock.regions] }
     private let lock = NSLock()
     /// The thread holding `lock`: written only by it, under it.
     private var owner: pthread_t?
@@ -339,6 +340,7 @@ actor PriceStore {
 
 final class Flagged: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["price": \Flagged.price] }
     @Observed var price = 0
 }
 #endif

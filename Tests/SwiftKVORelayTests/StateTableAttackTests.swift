@@ -10,6 +10,7 @@ import Testing
 /// Replicated values of several types, for the rows an adversary writes.
 final class Mixed: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["text": \Mixed.text, "nested": \Mixed.nested, "maximal": \Mixed.maximal, "negative": \Mixed.negative, "instance": \Mixed.instance, "good": \Mixed.good] }
     @Observed var text = ""
     @Observed var nested = 0
     @Observed var maximal = 0

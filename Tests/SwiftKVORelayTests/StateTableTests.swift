@@ -11,6 +11,7 @@ import Testing
 /// the relay assigns remote values from its own (word-sized stores).
 final class Settings: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["a": \Settings.a, "b": \Settings.b, "c": \Settings.c, "d": \Settings.d] }
     @Observed var a = 0
     @Observed var b = 0
     @Observed var c = 0
@@ -241,6 +242,7 @@ extension RelayTests {
 /// Six replicated integers, for the hostile rows.
 final class Targets: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["json": \Targets.json, "type": \Targets.type, "huge": \Targets.huge, "future": \Targets.future, "other": \Targets.other, "good": \Targets.good] }
     @Observed var json = 0
     @Observed var type = 0
     @Observed var huge = 0

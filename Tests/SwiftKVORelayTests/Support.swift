@@ -239,6 +239,7 @@ func withRawConnection(_ body: (PostgresConnection) async throws -> Void) async 
 
 final class Flags: KeyValueObservable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["checkout": \Flags.checkout, "banner": \Flags.banner] }
     @Observed var checkout = false
     @Observed var banner = ""
 }

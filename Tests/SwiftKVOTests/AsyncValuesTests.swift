@@ -145,12 +145,14 @@ private func eventually(_ condition: () -> Bool) async -> Bool {
 /// anywhere in the process says whether this suite's observation exists.
 private final class CancellationGauge: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["level": \CancellationGauge.level] }
     @Observed var level = 0
     var isObserved: Bool { isObservedAnywhere(\CancellationGauge.level, on: self) }
 }
 
 private final class DiscardGauge: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["level": \DiscardGauge.level] }
     @Observed var level = 0
     var isObserved: Bool { isObservedAnywhere(\DiscardGauge.level, on: self) }
 }
@@ -167,12 +169,14 @@ private func isObservedAnywhere<Root: KeyValueObservable, Value>(
 /// An `@ObservedArray` of its own, and a holder to reach it through a chain.
 private final class Mailbox: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["messages": \Mailbox.messages] }
     @ObservedArray var messages: [String]
     init(_ messages: [String]) { self.messages = messages }
 }
 
 private final class PostOffice: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["mailbox": \PostOffice.mailbox] }
     @Observed var mailbox: Mailbox
     init(_ mailbox: Mailbox) { self.mailbox = mailbox }
 }

@@ -1,19 +1,11 @@
 // A computed property is not an observable property (SPEC §2.17): observing it is refused
-// by every entry point, and deciding so never runs its getter. The `trapsToday…` tests are
-// the cases where a getter still runs today (see `hostileTrapsEnabled`).
+// by every entry point, and deciding so never runs its getter. The fixtures' getters trap on an
+// empty object, so a getter run at registration fails the run.
 
 import Foundation
 import Testing
 
 @testable import SwiftKVO
-
-/// `AtkShelf`'s twin, for the one test that reads its wrappers first.
-final class AtkReportedShelf: KeyValueObservable, @unchecked Sendable {
-    let kvoRegistrar = KVORegistrar()
-    @ObservedArray var items: [String] = []
-    @Observed var title = ""
-    var firstItem: String { items[0] }
-}
 
 /// `AtkShelf` with a complete name table.
 final class AtkTabledShelf: KeyValueObservable, @unchecked Sendable {
@@ -35,18 +27,18 @@ final class AtkNamedShelf: KeyValueObservable, @unchecked Sendable {
     static var observableKeyPaths: [String: AnyKeyPath] { ["first": \AtkNamedShelf.firstItem] }
 }
 
-/// A generic class whose wrappers all report (each observed once) before a
-/// computed property is registered.
-final class CaGenReported<Tag>: KeyValueObservable, @unchecked Sendable {
+/// A generic class without a table.
+final class CaGenUntabled<Tag>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
     @ObservedArray var items: [Int] = []
     @Observed var count = 0
-    var counted: Int { CaRuns.bump("CaGenReported.counted"); return count }
+    var counted: Int { CaRuns.bump("CaGenUntabled.counted"); return count }
 }
 
 /// A hand-written base and a subclass that overrides one unrelated accessor.
 class CaLabelled: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["name": \CaLabelled.name] }
     @Observed var name = ""
     var title: String { "title" }
 }
@@ -64,30 +56,34 @@ final class CaGenericHeir<Tag>: CaTabledBase, @unchecked Sendable {
 }
 
 @Suite(.needsLayout("its registrations")) struct ComputedPropertyTests {
-    @Test(.enabled(if: hostileTrapsEnabled))
-    func trapsTodayAComputedGetterIsEvaluatedAtRegistration() {
+    @Test func aComputedGetterOfAClassWithoutATableIsNeverRunAtRegistration() {
         let shelf = AtkShelf()
         // `firstItem` is computed: it must be refused from declarations,
         // never evaluated (it traps on an empty shelf).
         #expect(throws: KVOError.self) { _ = try shelf.observe(\.firstItem) { _, _ in } }
     }
 
-    @Test func aComputedPropertyIsRefusedWithoutRunningItsGetterOnceTheWrappersHaveReported() throws {
-        // A class without a name table: each wrapper reports its property's
-        // identity when first observed. Once all have, a computed property is
-        // known not to be one of them, and is refused without being read.
-        let shelf = AtkReportedShelf()
-        _ = try shelf.observe(\.items) { _, _ in }.invalidate()
-        _ = try shelf.observe(\.title) { _, _ in }.invalidate()
-        #expect(throws: KVOError.unsupportedKeyPath) { _ = try shelf.observe(\.firstItem) { _, _ in } }
+    @Test func aClassWithoutATableIsRefusedNamingTheFixAndNothingIsRead() throws {
+        // What is observable is what is declared: without a table nothing
+        // is, its wrappers included, and no getter runs to decide it.
+        let shelf = AtkShelf()
+        for register in [
+            { _ = try shelf.observe(\.items) { _, _ in } },
+            { _ = try shelf.observe(\.title) { _, _ in } },
+            { _ = try shelf.observe(\.firstItem) { _, _ in } },
+        ] as [() throws -> Void] {
+            let error = #expect(throws: KVOError.unsupportedKeyPath) { try register() }
+            #expect(error?.detail?.contains("AtkShelf declares no observable key paths: add @KeyValueObservable") == true, "\(String(describing: error))")
+        }
         #expect(throws: KVOError.unsupportedKeyPath) { _ = try shelf.values(for: \.firstItem) }
+        #expect(throws: KVOError.unknownKey) { _ = try shelf.value(forKey: "title") }
         shelf.willChangeValue(for: \.firstItem)
         shelf.didChangeValue(for: \.firstItem)
-        #expect(shelf.items.isEmpty)
+        shelf.title = "still a plain property"
+        #expect(shelf.items.isEmpty && shelf.title == "still a plain property")
     }
 
-    @Test(.enabled(if: hostileTrapsEnabled))
-    func trapsTodayUnobservingAComputedPropertyEvaluatesIt() {
+    @Test func unobservingAComputedPropertyNeverRunsItsGetter() {
         let shelf = AtkShelf()
         let observer = AtkObserver()
         let kvo = KVOController(observer: observer)
@@ -137,27 +133,23 @@ final class CaGenericHeir<Tag>: CaTabledBase, @unchecked Sendable {
         _ = token.invalidate()
     }
 
-    @Test(.enabled(if: hostileTrapsEnabled))
-    func trapsTodayWillChangeValueForAComputedPropertyEvaluatesIt() {
+    @Test func willChangeValueForAComputedPropertyNeverRunsItsGetter() {
         let shelf = AtkShelf()
         shelf.willChangeValue(for: \.firstItem)
         shelf.didChangeValue(for: \.firstItem)
     }
 
-    @Test(.enabled(if: hostileTrapsEnabled))
-    func trapsTodayValuesForAComputedPropertyEvaluatesIt() {
+    @Test func valuesForAComputedPropertyNeverRunsItsGetter() {
         let shelf = AtkShelf()
         #expect(throws: KVOError.self) { _ = try shelf.values(for: \.firstItem) }
     }
 
-    @Test(.enabled(if: hostileTrapsEnabled))
-    func trapsTodayObservingAComputedTableEntryByNameEvaluatesIt() {
+    @Test func observingAComputedTableEntryByNameNeverRunsItsGetter() {
         let shelf = AtkNamedShelf()
         #expect(throws: KVOError.self) { _ = try shelf.observe(keyPath: "first") { _, _ in } }
     }
 
-    @Test(.enabled(if: hostileTrapsEnabled))
-    func trapsTodayAControllerKeyPathsArrayWithAComputedPropertyEvaluatesIt() {
+    @Test func aControllerKeyPathsArrayWithAComputedPropertyNeverRunsItsGetter() {
         let shelf = AtkShelf()
         let observer = AtkObserver()
         let kvo = KVOController(observer: observer)
@@ -166,13 +158,12 @@ final class CaGenericHeir<Tag>: CaTabledBase, @unchecked Sendable {
         }
     }
 
-    @Test func aGenericClassComputedPropertyIsRefusedWithoutRunningItOnceTheWrappersReported() throws {
+    @Test func aGenericClassWithoutATableIsRefusedWithoutRunningAGetter() throws {
         enum Tag {}
-        let shelf = CaGenReported<Tag>()
-        _ = try shelf.observe(\.items) { _, _ in }.invalidate()
-        _ = try shelf.observe(\.count) { _, _ in }.invalidate()
+        let shelf = CaGenUntabled<Tag>()
+        #expect(throws: KVOError.unsupportedKeyPath) { _ = try shelf.observe(\.items) { _, _ in } }
         #expect(throws: KVOError.unsupportedKeyPath) { _ = try shelf.observe(\.counted) { _, _ in } }
-        #expect(CaRuns.count("CaGenReported.counted") == 0)
+        #expect(CaRuns.count("CaGenUntabled.counted") == 0)
     }
 
     @Test func aGenericClassWithACompleteTableRefusesAComputedPropertyWithoutRunningIt() throws {

@@ -10,6 +10,7 @@ import Testing
 /// For the concurrent first registration.
 final class CaRace: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["a": \CaRace.a, "b": \CaRace.b] }
     @Observed var a = 0
     @Observed var b = 0
     var c: Int { CaRuns.bump("CaRace.c"); return a }
@@ -17,6 +18,7 @@ final class CaRace: KeyValueObservable, @unchecked Sendable {
 
 final class CaGenRace<Tag>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["a": \CaGenRace.a, "b": \CaGenRace.b] }
     @Observed var a = 0
     @Observed var b = 0
 }
@@ -24,6 +26,7 @@ final class CaGenRace<Tag>: KeyValueObservable, @unchecked Sendable {
 /// A generic observable class with a wrapper of each kind, to resolve.
 private final class Crate<Element: Hashable & Sendable>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["label": \Crate.label, "first": \Crate.first, "items": \Crate.items, "tags": \Crate.tags] }
     @Observed var label = ""
     @Observed var first: Element
     @ObservedArray var items: [Element] = []
@@ -51,12 +54,14 @@ private final class Tanker: Vessel, @unchecked Sendable {
 /// unresolved, so every probe of a fresh object computes their offsets).
 private final class Hold: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["count": \Hold.count, "label": \Hold.label] }
     @Observed var count = 0
     @Observed var label = ""
 }
 
 private final class Ship: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["hold": \Ship.hold, "flag": \Ship.flag] }
     @Observed var hold = Hold()
     @Observed var flag = 0
 }

@@ -10,6 +10,7 @@ struct Transaction: Equatable, Sendable, CustomStringConvertible {
 /// in `@Sendable` handlers; tests never race on its stored values.
 final class Account: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["name": \Account.name, "balance": \Account.balance, "transactions": \Account.transactions, "manualCount": \Account.manualCount] }
     @Observed var name = ""
     @Observed var balance = 0.0
     @ObservedArray var transactions: [Transaction] = []
@@ -37,15 +38,20 @@ final class Account: KeyValueObservable, @unchecked Sendable {
 
 class BaseAccount: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["name": \BaseAccount.name] }
     @Observed var name = ""
 }
 
 final class SavingsAccount: BaseAccount, @unchecked Sendable {
+    override class var observableKeyPaths: [String: AnyKeyPath] {
+        super.observableKeyPaths.merging(["rate": \SavingsAccount.rate]) { $1 }
+    }
     @Observed var rate = 0.0
 }
 
 final class Person: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["firstName": \Person.firstName, "lastName": \Person.lastName] }
     @Observed var firstName = ""
     @Observed var lastName = ""
     var fullName: String { "\(firstName) \(lastName)" }
@@ -62,6 +68,7 @@ final class Person: KeyValueObservable, @unchecked Sendable {
 /// A base class declaring a dependent key, for subclass key paths.
 class Contact: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["firstName": \Contact.firstName, "lastName": \Contact.lastName] }
     @Observed var firstName = ""
     @Observed var lastName = ""
     var fullName: String { "\(firstName) \(lastName)" }
@@ -72,11 +79,15 @@ class Contact: KeyValueObservable, @unchecked Sendable {
 }
 
 final class Employee: Contact, @unchecked Sendable {
+    override class var observableKeyPaths: [String: AnyKeyPath] {
+        super.observableKeyPaths.merging(["title": \Employee.title]) { $1 }
+    }
     @Observed var title = ""
 }
 
 final class Document: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["account": \Document.account, "title": \Document.title] }
     @Observed var account: Account
     @Observed var title = ""
 
@@ -85,6 +96,7 @@ final class Document: KeyValueObservable, @unchecked Sendable {
 
 final class Library: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["document": \Library.document] }
     @Observed var document: Document
 
     init(document: Document) { self.document = document }
@@ -109,11 +121,6 @@ final class Recorder<T>: @unchecked Sendable {
     var all: [T] { lock.lock(); defer { lock.unlock() }; return items }
     var count: Int { lock.lock(); defer { lock.unlock() }; return items.count }
 }
-
-/// Whether the tests that trap the process today (`trapsToday…`, `traps…`) run: only with
-/// SWIFTKVO_HOSTILE_TRAPS set, one at a time (`swift test --filter <Suite>/<name>`). A case that
-/// fails today without trapping runs inside `withKnownIssue`, which fails once the case passes.
-let hostileTrapsEnabled = ProcessInfo.processInfo.environment["SWIFTKVO_HOSTILE_TRAPS"] != nil
 
 /// A thread-safe counter.
 final class Counter: Sendable {
@@ -183,6 +190,7 @@ func runConcurrently(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
 /// A generic observable class: one declaration, several specializations.
 final class Box<Value>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Box.value] }
     @Observed var value: Value
     init(_ value: Value) { self.value = value }
 }
@@ -196,11 +204,13 @@ extension Account: Named {}
 
 final class NamedHolder: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["item": \NamedHolder.item] }
     @Observed var item: any Named
     init(item: any Named) { self.item = item }
 }
 
 final class Folder: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["account": \Folder.account] }
     @Observed var account: Account? = nil
 }

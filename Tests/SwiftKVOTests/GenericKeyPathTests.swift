@@ -24,6 +24,7 @@ final class CaGenPerson<Tag>: KeyValueObservable, @unchecked Sendable {
 
 class CaPlain: KeyValueObservable, CaNamed, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["name": \CaPlain.name, "score": \CaPlain.score] }
     @Observed var name = ""
     @Observed var score = 0
 }
@@ -52,11 +53,15 @@ extension KeyValueObservable where Self: CaPlain {
 /// Non-generic subclass of a generic base.
 class CaGenBase<Tag>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["value": \CaGenBase.value] }
     @Observed var value = 0
     var counted: Int { CaRuns.bump("CaGenBase.counted"); return value }
 }
 
 final class CaConcreteHeir: CaGenBase<String>, @unchecked Sendable {
+    override class var observableKeyPaths: [String: AnyKeyPath] {
+        super.observableKeyPaths.merging(["other": \CaConcreteHeir.other]) { $1 }
+    }
     @Observed var other = 0
 }
 

@@ -464,12 +464,14 @@ import Testing
 /// count is the key's, across objects, and tests run in parallel.
 final class CountedSubject: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \CountedSubject.value] }
     @Observed var value = 0
 }
 
 /// Observed by the tests of dead observers.
 final class DeathWatched: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \DeathWatched.value, "name": \DeathWatched.name] }
     @Observed var value = 0
     @Observed var name = ""
 }

@@ -20,6 +20,7 @@ typealias VeryLongType = LongLayer<LongLayer<LongLayer<LongLayer<LongLayer<LongL
 /// A class declaring a property of that type.
 final class LongTypeHolder: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \LongTypeHolder.value, "count": \LongTypeHolder.count] }
     @Observed var value = VeryLongType()
     @Observed var count = 0
 }
@@ -27,6 +28,7 @@ final class LongTypeHolder: KeyValueObservable, @unchecked Sendable {
 /// A generic class whose own name is long, with a dependent key.
 final class LongNamedHolder<Tag: Sendable>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["first": \LongNamedHolder.first, "last": \LongNamedHolder.last] }
     @Observed var first = ""
     @Observed var last = ""
     var full: String { "\(first) \(last)" }

@@ -10,6 +10,7 @@ import Testing
 /// A generic class whose property's type is its parameter, linking to itself.
 final class CaGenBox<Item>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["item": \CaGenBox.item, "next": \CaGenBox.next, "count": \CaGenBox.count] }
     @Observed var item: Item
     @Observed var next: CaGenBox<Item>?
     @Observed var count = 0

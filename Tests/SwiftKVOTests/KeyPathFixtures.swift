@@ -106,7 +106,7 @@ final class AtkFresh: KeyValueObservable, @unchecked Sendable {
     @Observed var child: AtkFresh?
     var sum: Int { a + b }
     static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { [\AtkFresh.sum: [\AtkFresh.a, \AtkFresh.b]] }
-    static var observableKeyPaths: [String: AnyKeyPath] { ["a": \AtkFresh.a, "b": \AtkFresh.b] }
+    static var observableKeyPaths: [String: AnyKeyPath] { ["a": \AtkFresh.a, "b": \AtkFresh.b, "child": \AtkFresh.child] }
 }
 
 /// Counts getter runs: registration must never evaluate a computed component.
@@ -119,10 +119,11 @@ enum CaRuns {
 
 final class CaObserver: @unchecked Sendable {}
 
-/// A generic class (no table) with subscripts and computed properties of the
-/// type of an observable property.
+/// A generic class with subscripts and computed properties of the type of an
+/// observable property.
 final class CaGenShelf<Tag>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["items": \CaGenShelf.items, "count": \CaGenShelf.count] }
     @ObservedArray var items: [Int] = []
     @Observed var count = 0
     /// Traps on an empty shelf.
@@ -166,6 +167,7 @@ protocol CaNamed: AnyObject {
 
 final class CaWallet: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["balance": \CaWallet.balance, "note": \CaWallet.note] }
     @Observed var balance = 0.0
     @Observed var note: String?
 }
@@ -179,8 +181,12 @@ final class CaPurse: KeyValueObservable, @unchecked Sendable {
     @Observed var tuple: (Int, Int) = (0, 0)
     @Observed var named: (any CaNamed)?
     @Observed var layered: Int?? = nil
-    /// A partial table: names for by-name access only.
-    static var observableKeyPaths: [String: AnyKeyPath] { ["layered": \CaPurse.layered] }
+    static var observableKeyPaths: [String: AnyKeyPath] {
+        [
+            "wallet": \CaPurse.wallet, "maybe": \CaPurse.maybe, "deep": \CaPurse.deep, "pair": \CaPurse.pair,
+            "tuple": \CaPurse.tuple, "named": \CaPurse.named, "layered": \CaPurse.layered,
+        ]
+    }
 
     struct Pair {
         var a: Int

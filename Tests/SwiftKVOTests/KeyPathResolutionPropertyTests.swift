@@ -15,6 +15,7 @@ private protocol Labelled: AnyObject {
 
 private final class Leaf: KeyValueObservable, Labelled, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["text": \Leaf.text, "count": \Leaf.count] }
     @Observed var text = "a"
     @Observed var count = 0
     var shout: String { text.uppercased() }
@@ -35,6 +36,7 @@ private final class TabledLeaf: KeyValueObservable, @unchecked Sendable {
 
 private class Node: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["title": \Node.title, "leaf": \Node.leaf, "spare": \Node.spare, "tabled": \Node.tabled, "tags": \Node.tags, "items": \Node.items, "tagged": \Node.tagged] }
     @Observed var title = "n"
     @Observed var leaf = Leaf()
     @Observed var spare: Leaf?
@@ -59,6 +61,7 @@ private final class LoudNode: Node, @unchecked Sendable {
 
 private final class Root: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["node": \Root.node, "loud": \Root.loud, "maybe": \Root.maybe] }
     @Observed var node: Node = Node()
     @Observed var loud = LoudNode()
     @Observed var maybe: Node?

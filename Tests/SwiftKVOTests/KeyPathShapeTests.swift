@@ -10,6 +10,7 @@ import Testing
 
 private final class ShapeWallet: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["balance": \ShapeWallet.balance] }
     @Observed var balance = 0.0
     var cents: Double { balance * 100 }
     let fixed = 1
@@ -17,6 +18,7 @@ private final class ShapeWallet: KeyValueObservable, @unchecked Sendable {
 
 private class ShapeOwner: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["wallet": \ShapeOwner.wallet, "name": \ShapeOwner.name] }
     @Observed var wallet: ShapeWallet?
     @Observed var name = ""
     var items: [Int] = []
@@ -32,6 +34,7 @@ private final class ShapeHeir: ShapeOwner, @unchecked Sendable {
 
 private final class ShapeBox<Tag>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \ShapeBox.value] }
     @Observed var value = 0
     var values: [Int] = []
     subscript(index: Int) -> Int { values[index] }

@@ -43,15 +43,6 @@ private class Register: KeyValueObservable, @unchecked Sendable {
 
 private final class AuditedRegister: Register, @unchecked Sendable {}
 
-extension Account {
-    static var observableKeyPaths: [String: AnyKeyPath] {
-        [
-            "name": \Account.name, "balance": \Account.balance, "transactions": \Account.transactions,
-            "manualCount": \Account.manualCount,
-        ]
-    }
-}
-
 @Suite(.needsLayout("its registrations")) struct KeyValueCodingTests {
     @Test func valueForKeyReadsTheProperty() throws {
         let ledger = Ledger()

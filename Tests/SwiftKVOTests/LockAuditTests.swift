@@ -5,6 +5,7 @@ import Testing
 /// are resolved (interned) for the first time here.
 final class FirstResolved: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \FirstResolved.value, "items": \FirstResolved.items, "next": \FirstResolved.next] }
     @Observed var value = 0
     @ObservedArray var items: [Int] = []
     @Observed var next: FirstResolvedLeaf? = FirstResolvedLeaf()
@@ -17,6 +18,7 @@ final class FirstResolved: KeyValueObservable, @unchecked Sendable {
 
 final class FirstResolvedLeaf: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["label": \FirstResolvedLeaf.label] }
     @Observed var label = ""
 }
 

@@ -23,6 +23,7 @@ import Testing
 /// An object that lives for one cycle.
 private final class Ephemeral: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Ephemeral.value] }
     @Observed var value = 0
 }
 

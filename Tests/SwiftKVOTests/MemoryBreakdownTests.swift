@@ -11,6 +11,7 @@ import Testing
 
 private final class Subject: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Subject.value] }
     @Observed var value = 0
 }
 

@@ -11,6 +11,7 @@ import Testing
 
 private final class Thermostat: ObservationBridged, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["target": \Thermostat.target, "readings": \Thermostat.readings, "zones": \Thermostat.zones] }
     let observationRegistrar = ObservationRegistrar()
     @Observed var target = 20.0
     @ObservedArray var readings: [Double] = []
@@ -19,6 +20,7 @@ private final class Thermostat: ObservationBridged, @unchecked Sendable {
 
 private final class Plain: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["target": \Plain.target] }
     @Observed var target = 20.0
 }
 
@@ -143,6 +145,7 @@ private final class Plain: KeyValueObservable, @unchecked Sendable {
 
 final class AtkBridged: ObservationBridged, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["count": \AtkBridged.count, "tags": \AtkBridged.tags] }
     let observationRegistrar = ObservationRegistrar()
     @Observed var count = 0
     @ObservedSet var tags: Set<Int> = []
@@ -150,10 +153,14 @@ final class AtkBridged: ObservationBridged, @unchecked Sendable {
 
 class AtkBridgedBase: ObservationBridged, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["count": \AtkBridgedBase.count] }
     let observationRegistrar = ObservationRegistrar()
     @Observed var count = 0
 }
 
 final class AtkBridgedSub: AtkBridgedBase, @unchecked Sendable {
+    override class var observableKeyPaths: [String: AnyKeyPath] {
+        super.observableKeyPaths.merging(["extra": \AtkBridgedSub.extra]) { $1 }
+    }
     @Observed var extra = 0
 }

@@ -10,6 +10,7 @@ import Testing
 /// observer can change the array too.
 private final class Queue: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["items": \Queue.items] }
     @ObservedArray var items: [String]
     var size: Int { items.count }
 

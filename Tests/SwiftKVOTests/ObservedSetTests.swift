@@ -110,6 +110,7 @@ private func describe(_ change: ObservedChange<Set<String>>) -> String {
     @Test func manualSetPropertyIsMutatedWithoutNotification() throws {
         final class Quiet: KeyValueObservable, @unchecked Sendable {
             let kvoRegistrar = KVORegistrar()
+            static var observableKeyPaths: [String: AnyKeyPath] { ["tags": \Quiet.tags] }
             @ObservedSet(notifiesAutomatically: false) var tags: Set<Int> = []
         }
         let quiet = Quiet()

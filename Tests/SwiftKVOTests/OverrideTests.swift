@@ -22,6 +22,7 @@ final class AtkOverrider: AtkOverrideBase, @unchecked Sendable {
 
 class AtkGenericBase<T>: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["name": \AtkGenericBase.name] }
     @Observed var name = ""
 }
 

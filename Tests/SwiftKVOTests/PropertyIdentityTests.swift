@@ -12,6 +12,7 @@ private func observed<T>(_ value: T) -> Observed<T> { Observed(wrappedValue: val
 
 final class HelperBuiltBox: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["count": \HelperBuiltBox.count, "text": \HelperBuiltBox.text, "other": \HelperBuiltBox.other] }
     @Observed var count: Int
     @Observed var text: String
     @Observed var other: Int
@@ -26,6 +27,7 @@ final class HelperBuiltBox: KeyValueObservable, @unchecked Sendable {
 /// One property assigned in two initializers, and one declared without an initial value.
 final class TwoInitializersBox: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["level": \TwoInitializersBox.level, "label": \TwoInitializersBox.label] }
     @Observed var level: Int
     @Observed var label: String
 
@@ -42,16 +44,20 @@ final class TwoInitializersBox: KeyValueObservable, @unchecked Sendable {
 }
 
 // Two wrappers on one 300-column line: any column past 65,535 or a clamped column must not merge them.
-final class LongLineBox: KeyValueObservable, @unchecked Sendable { let kvoRegistrar = KVORegistrar(); @Observed var first = 0; @Observed var second = 0; @Observed var third = "" ; /* padding to make this declaration line about three hundred columns long......................................................... */ }
+final class LongLineBox: KeyValueObservable, @unchecked Sendable { let kvoRegistrar = KVORegistrar(); static var observableKeyPaths: [String: AnyKeyPath] { ["first": \LongLineBox.first, "second": \LongLineBox.second, "third": \LongLineBox.third] }; @Observed var first = 0; @Observed var second = 0; @Observed var third = "" ; /* padding to make this declaration line about three hundred columns long......................................................... */ }
 
 class IdentityBase: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["shared": \IdentityBase.shared] }
     @Observed var shared: Int
 
     init() { _shared = observed(0) }
 }
 
 final class IdentityDerived: IdentityBase, @unchecked Sendable {
+    override class var observableKeyPaths: [String: AnyKeyPath] {
+        super.observableKeyPaths.merging(["own": \IdentityDerived.own]) { $1 }
+    }
     @Observed var own: Int
 
     override init() {
@@ -63,6 +69,7 @@ final class IdentityDerived: IdentityBase, @unchecked Sendable {
 /// A second class in this file whose wrappers are built by the same helper.
 final class HelperBuiltTwin: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["count": \HelperBuiltTwin.count] }
     @Observed var count: Int
 
     init() { _count = observed(10) }
@@ -179,6 +186,7 @@ final class HelperBuiltTwin: KeyValueObservable, @unchecked Sendable {
     @Test func nestedGenericPrivateAndLocalClassesObservable() throws {
         final class Local: KeyValueObservable, @unchecked Sendable {
             let kvoRegistrar = KVORegistrar()
+            static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Local.value] }
             @Observed var value = 0
         }
         let recorder = Recorder<String>()
@@ -214,6 +222,7 @@ final class AtkGeneric<T: Sendable>: KeyValueObservable, @unchecked Sendable {
 enum AtkOuter {
     final class Inner: KeyValueObservable, @unchecked Sendable {
         let kvoRegistrar = KVORegistrar()
+        static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Inner.value] }
         @Observed var value = 0
     }
     struct Token: Hashable, Sendable { var raw = 0 }
@@ -222,6 +231,7 @@ enum AtkOuter {
 enum AtkOther {
     final class Inner: KeyValueObservable, @unchecked Sendable {
         let kvoRegistrar = KVORegistrar()
+        static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Inner.value, "token": \Inner.token] }
         @Observed var value = 0
         @Observed var token = AtkOther.Token()
     }
@@ -231,11 +241,13 @@ enum AtkOther {
 final class AtkGenericOuter<T> {
     final class Inner: KeyValueObservable, @unchecked Sendable {
         let kvoRegistrar = KVORegistrar()
+        static var observableKeyPaths: [String: AnyKeyPath] { ["value": \Inner.value] }
         @Observed var value = 0
     }
 }
 
 private final class AtkPrivate: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["value": \AtkPrivate.value] }
     @Observed var value = 0
 }

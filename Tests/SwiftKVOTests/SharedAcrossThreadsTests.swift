@@ -18,6 +18,9 @@ import SwiftKVO
 /// write. Register them on `Ingest` too: a key path to an isolated property is formed there.
 @Ingest final class Feed: KeyValueObservable {
     nonisolated let kvoRegistrar = KVORegistrar()
+    nonisolated static var observableKeyPaths: [String: AnyKeyPath] {
+        isolatedKeyPaths { @Ingest () -> [String: AnyKeyPath] in ["latest": \Feed.latest] }
+    }
     @Observed var latest = 0
 
     func receive(_ value: Int) { latest = value }
@@ -42,6 +45,7 @@ import SwiftKVO
 /// not see `Mutex` (Swift 6.3) and reports the writes it orders as races.
 final class Meter: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["total": \Meter.total] }
     @Observed private(set) var total = 0
     private let lock = NSLock()
 
@@ -88,5 +92,33 @@ final class Meter: KeyValueObservable, @unchecked Sendable {
         #expect(changes.load(ordering: .relaxed) == 2_000)
         #expect(outOfOrder.load(ordering: .relaxed) == 0)
         token.invalidate()
+    }
+}
+
+@MainActor final class MainActorBadge: KeyValueObservable {
+    nonisolated let kvoRegistrar = KVORegistrar()
+    nonisolated static var observableKeyPaths: [String: AnyKeyPath] {
+        isolatedKeyPaths { @MainActor () -> [String: AnyKeyPath] in ["count": \MainActorBadge.count] }
+    }
+    @Observed var count = 0
+}
+
+extension SharedAcrossThreadsTests {
+    @Test func anIsolatedTableIsFormedOnAnyThread() async {
+        func described(_ table: [String: AnyKeyPath]) -> [String] {
+            table.map { "\($0.key): \(type(of: $0.value).rootType) → \(type(of: $0.value).valueType)" }
+        }
+        let names = await Task.detached { (described(MainActorBadge.observableKeyPaths), described(Feed.observableKeyPaths)) }.value
+        #expect(names.0 == ["count: MainActorBadge → Int"])
+        #expect(names.1 == ["latest: Feed → Int"])
+    }
+
+    @Test func anIsolatedTableOfAnyOtherFormIsEmptyNotACrash() {
+        // The dictionary literal typed by inference, not [String: AnyKeyPath].
+        #expect(Feed.isolatedKeyPaths({ @Ingest in ["latest": \Feed.latest] }).isEmpty)
+        // Sixteen bytes that are no closure.
+        #expect(Feed.isolatedKeyPaths((1, 2)).isEmpty)
+        #expect(Feed.isolatedKeyPaths({ @Ingest () async -> [String: AnyKeyPath] in [:] }).isEmpty)
+        #expect(Feed.isolatedKeyPaths({ () -> [String: AnyKeyPath] in [:] }).isEmpty)
     }
 }

@@ -151,6 +151,7 @@ import Testing
 /// this suite's alone.
 final class StreamGauge: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["level": \StreamGauge.level, "stock": \StreamGauge.stock, "lines": \StreamGauge.lines] }
     @Observed var level = 0
     @Observed var stock: [String: Int] = [:]
     @ObservedArray var lines: [String] = []
@@ -175,6 +176,7 @@ final class Payload: Sendable {
 
 final class PayloadShelf: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["payload": \PayloadShelf.payload] }
     @Observed var payload: Payload
     init(_ payload: Payload) { self.payload = payload }
 }

@@ -2,7 +2,10 @@
 import SwiftKVO
 
 final class Account: KeyValueObservable {
-    let kvoRegistrar = KVORegistrar()   // the one extra line a class needs
+    let kvoRegistrar = KVORegistrar()   // ends the object's observations when it dies
+    static var observableKeyPaths: [String: AnyKeyPath] {   // what is observable, by name
+        ["name": \Account.name, "balance": \Account.balance]
+    }
     @Observed var name = ""
     @Observed var balance = 0.0
 }

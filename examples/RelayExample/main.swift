@@ -13,6 +13,7 @@ import SwiftKVORelay
 
 final class FeatureFlags: KeyValueObservable {
     let kvoRegistrar = KVORegistrar()
+    static var observableKeyPaths: [String: AnyKeyPath] { ["checkout": \FeatureFlags.checkout] }
     @Observed var checkout = false
 }
 

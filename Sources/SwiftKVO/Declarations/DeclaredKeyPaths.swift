@@ -1,16 +1,24 @@
 // A class's observable properties' own key paths, from its name table, without evaluating
 // anything. An optimized build gives each key path literal thunks of its own, so accessor
-// addresses cannot tell properties apart; key path `==` can. The table counts only when complete
-// (every declared property named, with its type); an overridden getter's key path equals no
-// inherited entry, so ObservableComponents.swift adds the override's identity.
+// addresses cannot tell properties apart; key path `==` can. An entry counts when its name is a
+// stored observable wrapper of the class with the entry's value type; the others (dependent keys,
+// anything else) are not properties. An overridden getter's key path equals no inherited entry,
+// so ObservableComponents.swift adds the override's identity.
 
 enum DeclaredKeyPaths {
-    private static let cache = LockedState([ObjectIdentifier: [AnyKeyPath]?]())
+    /// One table entry that is an observable property.
+    struct Entry {
+        /// The entry's key path, rerooted at the class whose table it is.
+        let keyPath: AnyKeyPath
+        /// The wrapper it names.
+        let declaration: ObservableDeclaration
+    }
 
-    /// The key paths of every observable property of `type`, rooted where
-    /// declared, when its name table declares them all; `nil` when it does
-    /// not (no table, or a partial one).
-    static func keyPaths(of type: Any.Type) -> [AnyKeyPath]? {
+    private static let cache = LockedState([ObjectIdentifier: [Entry]?]())
+
+    /// The entries of `type`'s name table that are observable properties;
+    /// `nil` when `type` has no table.
+    static func entries(of type: Any.Type) -> [Entry]? {
         guard let observable = type as? any KeyValueObservable.Type, let typeClass = type as? AnyClass
         else { return nil }
         if let cached = cache.withLock({ $0[ObjectIdentifier(type)] }) { return cached }
@@ -19,19 +27,16 @@ enum DeclaredKeyPaths {
         return found
     }
 
-    private static func read(_ observable: any KeyValueObservable.Type, _ typeClass: AnyClass) -> [AnyKeyPath]? {
-        let declarations = ObservableDeclarations.of(typeClass)
-        guard !declarations.isEmpty else { return nil }
+    private static func read(_ observable: any KeyValueObservable.Type, _ typeClass: AnyClass) -> [Entry]? {
         let table = observable.observableKeyPaths
-        var keyPaths: [AnyKeyPath] = []
-        for declaration in declarations {
+        guard !table.isEmpty else { return nil }
+        return ObservableDeclarations.of(typeClass).compactMap { declaration in
             guard let keyPath = table[declaration.name],
                 type(of: keyPath).valueType == declaration.valueType,
                 let rerooted = KeyPathRegistry.rerooted(keyPath, at: typeClass),
                 KeyPathShape.singleLink(of: keyPath)?.isOptionalChained == false
             else { return nil }
-            keyPaths.append(rerooted)
+            return Entry(keyPath: rerooted, declaration: declaration)
         }
-        return keyPaths
     }
 }

@@ -8,6 +8,9 @@ import Synchronization
 /// ```swift
 /// final class Account: KeyValueObservable {
 ///     let kvoRegistrar = KVORegistrar()
+///     static var observableKeyPaths: [String: AnyKeyPath] {
+///         ["name": \Account.name, "balance": \Account.balance, "transactions": \Account.transactions]
+///     }
 ///     @Observed var name = ""
 ///     @Observed var balance = 0.0
 ///     @ObservedArray var transactions: [Transaction] = []
@@ -26,6 +29,9 @@ import Synchronization
 /// ```swift
 /// final class Person: KeyValueObservable {
 ///     let kvoRegistrar = KVORegistrar()
+///     static var observableKeyPaths: [String: AnyKeyPath] {
+///         ["firstName": \Person.firstName, "lastName": \Person.lastName]
+///     }
 ///     @Observed var firstName = ""
 ///     @Observed var lastName = ""
 ///     var fullName: String { "\(firstName) \(lastName)" }
@@ -53,19 +59,19 @@ public protocol KeyValueObservable: AnyObject, SendableMetatype {
     /// refused when observed.
     static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] { get }
 
-    /// The observable keys by name, for key-value coding (default: none):
-    /// each `@Observed`/`@ObservedArray` property and declared dependent key
-    /// under its name, as a key path rooted in the declaring class
+    /// What is observable (default: nothing): each `@Observed`,
+    /// `@ObservedArray` and `@ObservedSet` property to observe, and each
+    /// declared dependent key to reach by name, under its name, as a key path
+    /// rooted in the declaring class
     /// (`["name": \Account.name, "balance": \Account.balance]`). The
-    /// `@KeyValueObservable` macro writes it; a hand-written class declares it
-    /// to be reached by name.
+    /// `@KeyValueObservable` macro writes it; a hand-written class declares
+    /// it (a subclass that adds properties overrides a `class var` and
+    /// merges its superclass's table).
     ///
-    /// A table that names every observable property of a non-generic class
-    /// (as the macro's does) also tells registration which accessors are
-    /// properties: a computed property or subscript of such a class is then
-    /// refused without its getter ever running. Without one, a computed
-    /// property whose type is the type of an observable property is read
-    /// once at registration to tell it apart (and is then refused).
+    /// Registration decides from the tables alone, before anything is read:
+    /// a wrapper the table leaves out, a computed property and a subscript
+    /// are refused without their getters running, and a class without a
+    /// table has nothing observable. Key-value coding reaches the same names.
     static var observableKeyPaths: [String: AnyKeyPath] { get }
 
     /// Whether Swift's Observation module can observe the class too: `true`

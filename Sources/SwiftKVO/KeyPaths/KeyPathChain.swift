@@ -216,8 +216,6 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         }
     }
 
-    /// Whether the chain still observes: not ended, and its root alive (a
-    /// dead root's observations went with it).
     /// Whether the last of `links` is the key path's own last component, whose
     /// changes can be forwarded as they are. Not so for an optional chain
     /// registered while a link was nil, if what lay past it turns out to be
@@ -225,7 +223,6 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
     /// structural link, and each change is read through the whole key path.
     private func leafIsExact(_ links: [ProbeRecord]) -> Bool {
         guard shape.count > 1, shape.contains(where: { $0.isOptionalChained }) else { return true }
-        ObservableComponents.learn(links)
         if case .mismatch = KeyPathRegistry.chainMatch(links, shape, keyPath: keyPath) { return false }
         return true
     }
@@ -235,6 +232,8 @@ final class KeyPathChain<Root: KeyValueObservable, Value>: CompositeObservation,
         state.withLock { $0.handler }
     }
 
+    /// Whether the chain still observes: not ended, and its root alive (a
+    /// dead root's observations went with it).
     var isActive: Bool { state.withLock { $0.active } && root != nil }
 
     private func takeTokens() -> [EngineToken] {

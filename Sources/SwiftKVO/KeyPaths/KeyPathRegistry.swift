@@ -1,8 +1,9 @@
-// From key paths to engine keys. A key path is observable when it is a declared observable
-// property (inherited too), a declared dependent key, or a chain of those. The shape and the
-// declarations decide first, before any getter runs (Runtime/KeyPathShape.swift,
-// Runtime/ObservableDeclarations.swift, ObservableComponents.swift); then the key path must equal
-// (`==`, after rerooting) the key paths its wrappers report under the probe. A property whose
+// From key paths to engine keys. A key path is observable when it is a property listed in its
+// class's table (inherited too), a declared dependent key, or a chain of those: a class without a
+// table has nothing observable. The shape and the tables decide, before any getter runs
+// (Runtime/KeyPathShape.swift, Runtime/ObservableDeclarations.swift, ObservableComponents.swift);
+// then only listed wrappers are read, under the probe, for their engine keys, and the key path
+// must equal (`==`, after rerooting) the key paths they report. A property whose
 // getter the object's class overrides is observed as a one-link chain, so a callback always
 // receives what the key path reads. The steps, as users see them: ObservingProperties.md.
 // Results are cached for the life of the process, which is what makes `ObservedChange.keyPath`
@@ -141,6 +142,7 @@ enum KeyPathRegistry {
     ) throws(KVOError) -> (ResolvedKeyPath, isFinal: Bool) {
         let shape = KeyPathShape(of: keyPath)
         if shape.isForceUnwrapped { throw .forceUnwrappedKeyPath }
+        guard DeclaredChains.hasTable(Root.self) else { throw refusal(keyPath, noTable(Root.self)) }
         if let dependent = try Dependencies.dependentKey(for: keyPath, on: object) {
             guard dependent.valueType == Value.self else { throw refusal(keyPath, "its value type") }
             let resolved = ResolvedKeyPath(
@@ -150,7 +152,6 @@ enum KeyPathRegistry {
         if case .unknown = shape { return (try classifyDeclared(keyPath, on: object), true) }
         let links = try declaredLinks(of: keyPath, shape: shape)
         let records = Probe.run { _ = object[keyPath: keyPath] }
-        ObservableComponents.learn(records)
         guard let first = records.first, first.object === object else {
             throw refusal(keyPath, "it reads no observable property of the object")
         }
@@ -202,14 +203,16 @@ enum KeyPathRegistry {
         guard records.count == match.linkCount, records.first?.object === object,
             denotes(records, keyPath) == true
         else { throw limitRefusal(keyPath) }
+        // Their declared names, which the unread declarations did not give them.
+        for (record, link) in zip(records, match.links) {
+            EngineKeyDescriptions.file(record.property.key, name: link.name)
+        }
         guard match.linkCount == 1 else {
             return ResolvedKeyPath(
                 kind: .chain, keyPath: keyPath, key: 0, property: nil,
                 chainNumber: DeclaredChains.chainNumber(of: match))
         }
         guard records[0].property.valueType == Value.self else { throw refusal(keyPath, "its value type") }
-        // Its declared name, which the unread declarations did not give it.
-        EngineKeyDescriptions.file(records[0].property.key, name: match.links[0].name)
         return ResolvedKeyPath(kind: .property, keyPath: keyPath, key: records[0].property.key, property: records[0].property)
     }
 
@@ -221,9 +224,15 @@ enum KeyPathRegistry {
             DeclaredChains.hasTable(root)
             ? "only key paths equal to entries of \(_typeName(root, qualified: false)).observableKeyPaths, "
                 + "or chains of them without ?, can be decided"
-            : "\(_typeName(root, qualified: false)) has no table of observable key paths "
-                + "(add @KeyValueObservable, or list its properties in observableKeyPaths)"
+            : noTable(root)
         return KVOError(.unsupportedKeyPath, detail: "\(spelling(of: keyPath)): \(RuntimeLayout.limit): \(what)")
+    }
+
+    /// Why nothing of `type`, a class without a table of observable key
+    /// paths, is observable, and the fix.
+    static func noTable(_ type: Any.Type) -> String {
+        "\(_typeName(type, qualified: false)) declares no observable key paths: add @KeyValueObservable, "
+            + "or list its observable properties in observableKeyPaths"
     }
 
     /// Whether the component `link` of a key path rooted at `subclass` is
@@ -258,13 +267,13 @@ enum KeyPathRegistry {
         case .unknown: throw limitRefusal(keyPath)
         }
         var owner: Any.Type = type(of: keyPath).rootType
-        // Past a `?` link, whether a link is read depends on the object: only
-        // a table decides there (see ObservableComponents.verdict).
-        var isAlwaysRead = true
         for (index, link) in links.enumerated() {
             let ownerName = _typeName(owner, qualified: false)
+            guard DeclaredChains.hasTable(owner) else {
+                throw refusal(keyPath, "link \(index + 1): " + noTable(owner))
+            }
             guard ObservableDeclarations.declares(owner, valueType: link.valueType),
-                ObservableComponents.verdict(of: link.id, in: owner, reports: isAlwaysRead) != .notProperty
+                ObservableComponents.verdict(of: link.id, in: owner) != .notProperty
             else {
                 throw refusal(
                     keyPath,
@@ -274,7 +283,6 @@ enum KeyPathRegistry {
             var next = link.valueType
             if link.isOptionalChained, let optional = next as? any OptionalValue.Type {
                 next = optional.wrappedType
-                isAlwaysRead = false
             }
             guard next is any KeyValueObservable.Type else {
                 throw refusal(
@@ -402,7 +410,7 @@ enum KeyPathRegistry {
         var isKnown = true
         for index in records.count..<links.count {
             if let optional = owner as? any OptionalValue.Type { owner = optional.wrappedType }
-            switch ObservableComponents.verdict(of: links[index].id, in: owner, reports: false) {
+            switch ObservableComponents.verdict(of: links[index].id, in: owner) {
             case .property: break
             case .notProperty: return .mismatch(index: index)
             case .unknown: isKnown = false

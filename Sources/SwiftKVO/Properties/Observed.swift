@@ -3,6 +3,7 @@
 /// ```swift
 /// final class Account: KeyValueObservable {
 ///     let kvoRegistrar = KVORegistrar()
+///     static var observableKeyPaths: [String: AnyKeyPath] { ["name": \Account.name, "balance": \Account.balance] }
 ///     @Observed var name = ""
 ///     @Observed var balance = 0.0
 /// }

@@ -5,6 +5,7 @@
 /// ```swift
 /// final class Account: KeyValueObservable {
 ///     let kvoRegistrar = KVORegistrar()
+///     static var observableKeyPaths: [String: AnyKeyPath] { ["transactions": \Account.transactions] }
 ///     @ObservedArray var transactions: [Transaction] = []
 /// }
 /// account.mutableArray(\.transactions).append(t)    // kind .insertion, indexes [n]

@@ -5,6 +5,7 @@
 /// ```swift
 /// final class Team: KeyValueObservable {
 ///     let kvoRegistrar = KVORegistrar()
+///     static var observableKeyPaths: [String: AnyKeyPath] { ["members": \Team.members] }
 ///     @ObservedSet var members: Set<String> = []
 /// }
 /// team.mutableSet(\.members).insert("ada")          // kind .insertion, new ["ada"]
