@@ -8,6 +8,7 @@ enum KVOMacroDiagnostic: DiagnosticMessage {
     case multipleBindings
     case notAnIdentifier
     case registrarShape
+    case isolatedRegistrar
     case dependentKeyPathsWrittenByHand
     case dependsOnNotAProperty
     case dependsOnStatic(String)
@@ -37,6 +38,8 @@ enum KVOMacroDiagnostic: DiagnosticMessage {
             return "'@KeyValueObservable' cannot observe a tuple pattern; declare each property on its own, or mark this one '@KVOIgnored'"
         case .registrarShape:
             return "'kvoRegistrar' is the registrar '@KeyValueObservable' declares; write it as 'let kvoRegistrar = KVORegistrar()', or remove it and let the macro declare it"
+        case .isolatedRegistrar:
+            return "'kvoRegistrar' of a '@MainActor' class is read from any thread; write it as 'nonisolated let kvoRegistrar = KVORegistrar()', or remove it and let the macro declare it"
         case .dependentKeyPathsWrittenByHand:
             return "'dependentKeyPaths' is written by hand and '@DependsOn' is used too; declare dependencies in one place: remove this declaration, or the '@DependsOn' attributes"
         case .dependsOnNotAProperty:
@@ -68,6 +71,7 @@ enum KVOMacroDiagnostic: DiagnosticMessage {
             case .multipleBindings: "multipleBindings"
             case .notAnIdentifier: "notAnIdentifier"
             case .registrarShape: "registrarShape"
+            case .isolatedRegistrar: "isolatedRegistrar"
             case .dependentKeyPathsWrittenByHand: "dependentKeyPathsWrittenByHand"
             case .dependsOnNotAProperty: "dependsOnNotAProperty"
             case .dependsOnStatic: "dependsOnStatic"
@@ -90,6 +94,7 @@ enum KVOMacroFixIt: FixItMessage {
     case addKVOIgnored
     case removeDependsOn
     case declareRegistrar
+    case declareNonisolatedRegistrar
     case removeKeyValueObservable
 
     var message: String {
@@ -97,6 +102,7 @@ enum KVOMacroFixIt: FixItMessage {
         case .addKVOIgnored: "Insert '@KVOIgnored '"
         case .removeDependsOn: "Remove '@DependsOn'"
         case .declareRegistrar: "Replace with 'let kvoRegistrar = KVORegistrar()'"
+        case .declareNonisolatedRegistrar: "Replace with 'nonisolated let kvoRegistrar = KVORegistrar()'"
         case .removeKeyValueObservable: "Remove '@KeyValueObservable'"
         }
     }
@@ -106,6 +112,7 @@ enum KVOMacroFixIt: FixItMessage {
         case .addKVOIgnored: MessageID(domain: "SwiftKVOMacros", id: "addKVOIgnored")
         case .removeDependsOn: MessageID(domain: "SwiftKVOMacros", id: "removeDependsOn")
         case .declareRegistrar: MessageID(domain: "SwiftKVOMacros", id: "declareRegistrar")
+        case .declareNonisolatedRegistrar: MessageID(domain: "SwiftKVOMacros", id: "declareNonisolatedRegistrar")
         case .removeKeyValueObservable: MessageID(domain: "SwiftKVOMacros", id: "removeKeyValueObservable")
         }
     }

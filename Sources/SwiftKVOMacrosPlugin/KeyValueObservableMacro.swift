@@ -46,6 +46,13 @@ extension KeyValueObservableMacro: MemberMacro {
         }
         let className = theClass.name.text
         let access = theClass.memberAccess
+        // A main-actor class's generated members are nonisolated, as the conformance needs, and
+        // its tables are formed in the actor's isolation, where a key path to its properties is.
+        let isMainActor = theClass.attributes.contains {
+            if case .attribute(let attribute) = $0 { return attribute.attributeName.trimmedDescription == "MainActor" }
+            return false
+        }
+        let nonisolated = isMainActor ? "nonisolated " : ""
         // An open class's tables are `open`, so a subclass in another module can override them.
         let tableAccess = theClass.isOpen && !theClass.isFinal ? "open " : access
         let tableKeyword = theClass.isFinal ? "static" : "class"
@@ -66,13 +73,15 @@ extension KeyValueObservableMacro: MemberMacro {
         }
 
         if let registrar = variables.first(where: { $0.declares("kvoRegistrar") }) {
-            if !registrar.isRegistrarShaped {
-                let replacement: DeclSyntax = "\(raw: access)let kvoRegistrar = KVORegistrar()"
+            if !registrar.isRegistrarShaped || (isMainActor && !registrar.isNonisolated) {
+                let replacement: DeclSyntax = "\(raw: access)\(raw: nonisolated)let kvoRegistrar = KVORegistrar()"
                 context.diagnose(
                     Diagnostic(
-                        node: registrar, message: KVOMacroDiagnostic.registrarShape,
+                        node: registrar,
+                        message: registrar.isRegistrarShaped
+                            ? KVOMacroDiagnostic.isolatedRegistrar : KVOMacroDiagnostic.registrarShape,
                         fixIt: FixIt(
-                            message: KVOMacroFixIt.declareRegistrar,
+                            message: isMainActor ? KVOMacroFixIt.declareNonisolatedRegistrar : KVOMacroFixIt.declareRegistrar,
                             changes: [
                                 .replace(
                                     oldNode: Syntax(registrar),
@@ -80,7 +89,7 @@ extension KeyValueObservableMacro: MemberMacro {
                             ])))
             }
         } else {
-            generated.append("\(raw: access)let kvoRegistrar = KVORegistrar()")
+            generated.append("\(raw: access)\(raw: nonisolated)let kvoRegistrar = KVORegistrar()")
         }
 
         let dependents = members.compactMap { member -> (String, [KeyPathExprSyntax])? in
@@ -109,29 +118,38 @@ extension KeyValueObservableMacro: MemberMacro {
                 return variable.bindings.first?.identifier
             })
         var deprecatedTables: [DeclSyntax] = []
+        let mainActorNames = Set(
+            theClass.memberBlock.members.flatMap { $0.decl.declarations }.compactMap { decl -> String? in
+                guard let variable = decl.as(VariableDeclSyntax.self), variable.attribute("MainActor") != nil
+                else { return nil }
+                return variable.bindings.first?.identifier
+            })
 
         if !dependents.isEmpty, !foreignRoot {  // (after that error, a table would only add more)
             if let written = variables.first(where: { $0.declares("dependentKeyPaths") }) {
                 context.diagnose(Diagnostic(node: written, message: KVOMacroDiagnostic.dependentKeyPathsWrittenByHand))
             } else {
                 let entries = items.compactMap {
-                    $0.compactMap { member, isDeprecated -> (String, String, Bool)? in
+                    $0.compactMap { member, isDeprecated, isIsolated -> TableEntry? in
                         guard case .dependent(let name, let sources) = member else { return nil }
                         let namesDeprecated = sources.contains {
                             $0.components.first.map { deprecatedNames.contains($0.component.trimmedDescription) } ?? false
                         }
-                        return (
-                            "\\\(className).\(name)",
-                            "[\(sources.map { rooted($0, in: className) }.joined(separator: ", "))]",
-                            isDeprecated || namesDeprecated
-                        )
+                        let namesIsolated = sources.contains {
+                            $0.components.first.map { mainActorNames.contains($0.component.trimmedDescription) } ?? false
+                        }
+                        return TableEntry(
+                            key: "\\\(className).\(name)",
+                            value: "[\(sources.map { rooted($0, in: className) }.joined(separator: ", "))]",
+                            isDeprecated: isDeprecated || namesDeprecated, isMainActor: isIsolated || namesIsolated)
                     }
                 }
                 let (body, deprecatedDeclaration) = tables(
-                    entries, name: "dependentKeyPaths", type: "[AnyKeyPath: [AnyKeyPath]]", className: className)
+                    entries, name: "dependentKeyPaths", type: "[AnyKeyPath: [AnyKeyPath]]", className: className,
+                    isMainActor: isMainActor)
                 generated.append(
                     """
-                    \(raw: tableAccess)\(raw: tableKeyword) var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+                    \(raw: tableAccess)\(raw: nonisolated)\(raw: tableKeyword) var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
                         \(raw: body)
                     }
                     """)
@@ -142,17 +160,20 @@ extension KeyValueObservableMacro: MemberMacro {
         if !variables.contains(where: { $0.declares("observableKeyPaths") }) {
             // Keyed by the plain name: `default` for a property declared `` `default` ``.
             let entries = items.compactMap {
-                $0.compactMap { member, isDeprecated in
+                $0.compactMap { member, isDeprecated, isIsolated in
                     member.tableName.map { name in
-                        ("\"\(name.filter { $0 != "`" })\"", "\\\(className).\(name)", isDeprecated)
+                        TableEntry(
+                            key: "\"\(name.filter { $0 != "`" })\"", value: "\\\(className).\(name)",
+                            isDeprecated: isDeprecated, isMainActor: isIsolated)
                     }
                 }
             }
             let (body, deprecatedDeclaration) = tables(
-                entries, name: "observableKeyPaths", type: "[String: AnyKeyPath]", className: className)
+                entries, name: "observableKeyPaths", type: "[String: AnyKeyPath]", className: className,
+                isMainActor: isMainActor)
             generated.append(
                 """
-                \(raw: tableAccess)\(raw: tableKeyword) var observableKeyPaths: [String: AnyKeyPath] {
+                \(raw: tableAccess)\(raw: nonisolated)\(raw: tableKeyword) var observableKeyPaths: [String: AnyKeyPath] {
                     \(raw: body)
                 }
                 """)
@@ -173,21 +194,43 @@ extension KeyValueObservableMacro: MemberMacro {
         return generated
     }
 
+    /// One entry of a generated table.
+    struct TableEntry {
+        let key: String
+        let value: String
+        /// Named in the nested table of deprecated members.
+        let isDeprecated: Bool
+        /// Isolated to the main actor: formed there (``isolatedTable(_:type:)``).
+        let isMainActor: Bool
+    }
+
     /// A table's getter body for the current entries, and the deprecated table's declaration
-    /// (for the nested type) when some entries are deprecated; each entry is (key, value, deprecated).
+    /// (for the nested type) when some entries are deprecated. In a main-actor class
+    /// (`isMainActor`) the whole table is formed in the actor's isolation; elsewhere the entries of
+    /// main-actor properties are, and merged in.
     static func tables(
-        _ entries: [TableItem<(String, String, Bool)>], name: String, type: String, className: String
+        _ entries: [TableItem<TableEntry>], name: String, type: String, className: String, isMainActor: Bool
     ) -> (body: String, deprecated: DeclSyntax?) {
         let current = entries.compactMap {
-            $0.compactMap { key, value, isDeprecated in isDeprecated ? nil : (key, value) }
+            $0.compactMap { $0.isDeprecated || ($0.isMainActor && !isMainActor) ? nil : ($0.key, $0.value) }
+        }
+        let isolated = entries.compactMap {
+            $0.compactMap { !$0.isDeprecated && $0.isMainActor && !isMainActor ? ($0.key, $0.value) : nil }
         }
         let deprecated = entries.compactMap {
-            $0.compactMap { key, value, isDeprecated in isDeprecated ? (key, value) : nil }
+            $0.compactMap { $0.isDeprecated ? ($0.key, $0.value) : nil }
         }
-        guard deprecated.contains(where: { $0.hasEntries }) else { return (tableBody(current, type: type), nil) }
+        var merging: [String] = []
+        if isolated.contains(where: { $0.hasEntries }) {
+            merging.append(isolatedTable(tableBody(isolated, type: type), type: type))
+        }
+        guard deprecated.contains(where: { $0.hasEntries }) else {
+            let body = tableBody(current, type: type, merging: merging)
+            return (isMainActor ? isolatedTable(body, type: type) : body, nil)
+        }
         let reader =
             name == "observableKeyPaths" ? "_kvoKeyPathsOfDeprecatedMembers" : "_kvoDependentKeyPathsOfDeprecatedMembers"
-        let body = tableBody(current, type: type, merging: "\(reader)(\(deprecatedTable).self)")
+        let body = tableBody(current, type: type, merging: merging + ["\(reader)(\(deprecatedTable).self)"])
         let message = "the deprecated members of '\(className)', named where that does not warn"
         let table: DeclSyntax = """
             @available(*, deprecated, message: "\(raw: message)")
@@ -201,10 +244,17 @@ extension KeyValueObservableMacro: MemberMacro {
     /// The nested type that lists the class's deprecated members.
     static let deprecatedTable = "_KVODeprecatedMembers"
 
+    /// `body`, a table's getter, formed in the main actor's isolation and read from any thread.
+    static func isolatedTable(_ body: String, type: String) -> String {
+        let reader = type == "[String: AnyKeyPath]" ? "isolatedKeyPaths" : "isolatedDependentKeyPaths"
+        let indented = body.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n    ")
+        return "\(reader) { @MainActor () -> \(type) in\n        \(indented)\n    }"
+    }
+
     /// A table's getter: a dictionary literal, or, when members are declared under `#if` or
     /// another table is merged in (`merging`), the literal of the others completed under the same
     /// `#if`.
-    static func tableBody(_ items: [TableItem<(String, String)>], type: String, merging: String? = nil) -> String {
+    static func tableBody(_ items: [TableItem<(String, String)>], type: String, merging: [String] = []) -> String {
         var plain: [String] = []
         var conditional: [String] = []
         func lines(_ items: [TableItem<(String, String)>], topLevel: Bool) {
@@ -227,7 +277,7 @@ extension KeyValueObservableMacro: MemberMacro {
             }
         }
         lines(items, topLevel: true)
-        if let merging { conditional.append("table.merge(\(merging)) { current, _ in current }") }
+        for table in merging { conditional.append("table.merge(\(table)) { current, _ in current }") }
         if conditional.isEmpty { return dictionaryLiteral(plain) }
         return (["var table: \(type) = \(dictionaryLiteral(plain))"] + conditional + ["return table"])
             .joined(separator: "\n    ")
@@ -377,6 +427,9 @@ extension ClassDeclSyntax {
 extension VariableDeclSyntax {
     /// Whether this declares a property named `name` (of an instance or of the type).
     func declares(_ name: String) -> Bool { bindings.contains { $0.identifier == name } }
+
+    /// Whether it is declared `nonisolated`.
+    var isNonisolated: Bool { modifiers.contains { $0.name.tokenKind == .keyword(.nonisolated) } }
 
     /// `let kvoRegistrar = KVORegistrar()`, or `let kvoRegistrar: KVORegistrar` set in `init`.
     var isRegistrarShaped: Bool {

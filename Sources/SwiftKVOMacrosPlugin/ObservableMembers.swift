@@ -137,12 +137,19 @@ enum TableItem<Entry> {
 }
 
 extension MemberBlockItemListSyntax {
-    /// The members' decisions, and whether each is deprecated, those under `#if` in their clauses.
-    func tableItems(aliases: [String: TypeSyntax]) -> [TableItem<(ObservableMember, isDeprecated: Bool)>] {
+    /// The members' decisions, and whether each is deprecated or isolated to the main actor, those
+    /// under `#if` in their clauses.
+    func tableItems(
+        aliases: [String: TypeSyntax]
+    ) -> [TableItem<(ObservableMember, isDeprecated: Bool, isMainActor: Bool)>] {
         map { item in
             guard let ifConfig = item.decl.as(IfConfigDeclSyntax.self) else {
-                let isDeprecated = item.decl.as(VariableDeclSyntax.self)?.isDeprecated ?? false
-                return .entry((ObservableMember(item.decl, aliases: aliases), isDeprecated))
+                let variable = item.decl.as(VariableDeclSyntax.self)
+                return .entry(
+                    (
+                        ObservableMember(item.decl, aliases: aliases), variable?.isDeprecated ?? false,
+                        variable?.attribute("MainActor") != nil
+                    ))
             }
             return .conditional(
                 ifConfig.clauses.map { clause in

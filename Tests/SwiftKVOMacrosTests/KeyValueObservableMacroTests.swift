@@ -190,14 +190,62 @@ import Testing
                     let kvoRegistrar = KVORegistrar()
 
                     static var observableKeyPaths: [String: AnyKeyPath] {
-                        [
+                        var table: [String: AnyKeyPath] = [
                             "count": \Mixed.count,
-                            "title": \Mixed.title,
                         ]
+                        table.merge(isolatedKeyPaths { @MainActor () -> [String: AnyKeyPath] in
+                            [
+                                "title": \Mixed.title,
+                            ]
+                        }) { current, _ in
+                            current
+                        }
+                        return table
                     }
                 }
 
                 extension Mixed: KeyValueObservable {
+                }
+                """#)
+    }
+
+    @Test func aMainActorClassHasNonisolatedMembersAndTablesFormedOnTheActor() {
+        assertExpansion(
+            """
+            @KeyValueObservable @MainActor
+            final class Badge {
+                var count = 0
+                @DependsOn(\\.count) var label: String { "\\(count)" }
+            }
+            """,
+            expandedSource: #"""
+                @MainActor
+                final class Badge {
+                    @Observed
+                    var count = 0
+                    var label: String { "\(count)" }
+
+                    nonisolated let kvoRegistrar = KVORegistrar()
+
+                    nonisolated static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
+                        isolatedDependentKeyPaths { @MainActor () -> [AnyKeyPath: [AnyKeyPath]] in
+                            [
+                                \Badge.label: [\Badge.count],
+                            ]
+                        }
+                    }
+
+                    nonisolated static var observableKeyPaths: [String: AnyKeyPath] {
+                        isolatedKeyPaths { @MainActor () -> [String: AnyKeyPath] in
+                            [
+                                "count": \Badge.count,
+                                "label": \Badge.label,
+                            ]
+                        }
+                    }
+                }
+
+                extension Badge: KeyValueObservable {
                 }
                 """#)
     }

@@ -435,5 +435,33 @@ enum Scenarios {
         #expect(Set(MacroDerived.observableKeyPaths.keys) == ["name", "rate"])
         #expect(MacroBase.observableKeyPaths.keys.sorted() == ["name"])
     }
+
+    @MainActor @Test func aMainActorClassIsObservedOnItsActorTypedAndByName() throws {
+        let log = Log()
+        let badge = MacroBadge()
+        let tokens = [
+            try badge.observe(\.count, options: .new) { _, change in log.add("count \(change.newValue!)") },
+            try badge.observe(keyPath: "label", options: .new) { _, change in log.add("label \(change.newValue!)") },
+            try badge.observe(\.title, options: .new) { _, change in log.add("title \(change.newValue!)") },
+        ]
+        badge.count = 2
+        badge.title = "t"
+        _ = tokens
+        #expect(log.all == ["count 2", "label #2", "title t"])
+        #expect(try badge.value(forKey: "count") as? Int == 2)
+    }
+
+    @Test func aMainActorClassTableIsReadFromAnyThread() async {
+        let names = await Task.detached { MacroBadge.observableKeyPaths.keys.sorted() }.value
+        #expect(names == ["count", "label", "title"])
+        #expect(await Task.detached { MacroBadge.dependentKeyPaths.count }.value == 1)
+    }
+}
+
+@KeyValueObservable @MainActor
+final class MacroBadge {
+    var count = 0
+    var title = ""
+    @DependsOn(\.count) var label: String { "#\(count)" }
 }
 #endif

@@ -135,5 +135,54 @@ private func diagnostics(compiling source: String, flags: [String] = []) throws 
             flags: ["-warnings-as-errors", "-D", "DEBUG"])
         #expect(found == [])
     }
+
+    @Test func mainActorClassesAndPropertiesCompileWithoutAWarning() throws {
+        let found = try diagnostics(
+            compiling: """
+                import SwiftKVOMacros
+
+                @KeyValueObservable @MainActor
+                final class Badge {
+                    var count = 0
+                    var tags: Set<String> = []
+                    @DependsOn(\\.count) var label: String { "\\(count)" }
+                }
+
+                @MainActor @KeyValueObservable
+                class Screen {
+                    var title = ""
+                    nonisolated let kvoRegistrar = KVORegistrar()
+                }
+
+                @KeyValueObservable
+                final class Session: @unchecked Sendable {
+                    var user = ""
+                    @MainActor var title = ""
+                    @MainActor var items: [Int] = []
+                }
+
+                @MainActor func use(_ badge: Badge, _ session: Session) throws {
+                    _ = try badge.observe(\\.count) { _, _ in }
+                    _ = try session.observe(\\.title) { _, _ in }
+                }
+                """,
+            flags: ["-warnings-as-errors"])
+        #expect(found == [])
+    }
+
+    @Test func aMainActorClassRegistrarThatIsNotNonisolatedIsReportedAtItsLine() throws {
+        let found = try diagnostics(
+            compiling: """
+                import SwiftKVOMacros
+
+                @KeyValueObservable @MainActor
+                final class Badge {
+                    let kvoRegistrar = KVORegistrar()
+                    var count = 0
+                }
+                """)
+        #expect(found.count == 1, "\(found)")
+        #expect(found.first?.hasPrefix("5:5: error: 'kvoRegistrar'") == true, "\(found)")
+    }
 }
 #endif

@@ -27,12 +27,32 @@ extension KeyValueObservable {
     /// - Returns: The table, for any thread. Reading or writing through its
     ///   key paths, by name included, is for the actor's isolation only.
     public static func isolatedKeyPaths<Form>(_ form: Form) -> [String: AnyKeyPath] {
-        typealias Formed = () -> [String: AnyKeyPath]
+        IsolatedTables.formed(by: form, typeName: "Swift.Dictionary<Swift.String, Swift.AnyKeyPath>") ?? [:]
+    }
+
+    /// The dependent keys `form` returns, formed outside its global actor:
+    /// ``dependentKeyPaths`` of a class whose properties are isolated to
+    /// one, as ``isolatedKeyPaths(_:)`` forms ``observableKeyPaths``.
+    ///
+    /// - Parameter form: A synchronous closure isolated to a global actor,
+    ///   its type written in full
+    ///   (`{ @Ingest () -> [AnyKeyPath: [AnyKeyPath]] in … }`), that only
+    ///   forms key paths; anything else gives no dependent keys.
+    public static func isolatedDependentKeyPaths<Form>(_ form: Form) -> [AnyKeyPath: [AnyKeyPath]] {
+        IsolatedTables.formed(
+            by: form, typeName: "Swift.Dictionary<Swift.AnyKeyPath, Swift.Array<Swift.AnyKeyPath>>") ?? [:]
+    }
+}
+
+enum IsolatedTables {
+    /// What `form` returns, when it is a synchronous closure isolated to a
+    /// global actor returning `Table` (spelled `typeName`); `nil` otherwise.
+    static func formed<Form, Table>(by form: Form, typeName: String) -> Table? {
+        typealias Formed = () -> Table
         let type = _typeName(Form.self, qualified: true)
         guard MemoryLayout<Form>.size == MemoryLayout<Formed>.size, type.hasPrefix("@"),
-            type.hasSuffix("() -> Swift.Dictionary<Swift.String, Swift.AnyKeyPath>"),
-            !type.contains("@isolated(any)")
-        else { return [:] }
+            type.hasSuffix("() -> " + typeName), !type.contains("@isolated(any)")
+        else { return nil }
         return unsafeBitCast(form, to: Formed.self)()
     }
 }
