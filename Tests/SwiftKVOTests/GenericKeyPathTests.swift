@@ -86,19 +86,25 @@ final class CaConcreteHeir: CaGenBase<String>, @unchecked Sendable {
         _ = token?.invalidate()
     }
 
-    @Test func aKeyPathToAProtocolRequirementIsObservedOrRefusedByName() throws {
+    @Test func aKeyPathToAProtocolRequirementIsRefusedNamingWhatToObserveInstead() throws {
+        // `\T.name` with `T: CaNamed` is the requirement's key path: which
+        // property implements it only its witness, run, could tell. Refused
+        // before anything runs, naming the two ways that are observed.
         let plain = CaPlain()
         let log = Recorder<String?>()
-        do {
-            let token = try caObserveRequirement(plain, log)
-            plain.name = "c"
-            #expect(log.all == ["c"])
-            _ = token.invalidate()
-        } catch {
-            // Refused: the reason must not call a property requirement a subscript.
-            #expect(error == .unsupportedKeyPath)
-            #expect(!String(describing: error).contains("subscript"))
+        let error = #expect(throws: KVOError.unsupportedKeyPath) { _ = try caObserveRequirement(plain, log) }
+        let detail = error?.detail ?? ""
+        #expect(!detail.contains("subscript"), "\(detail)")
+        if !isFallbackRun {
+            #expect(detail.contains("protocol requirement") && detail.contains("observe(keyPath:)"), "\(detail)")
         }
+        // The two ways the message names.
+        let byName = try plain.observe(keyPath: "name", options: .new) { _, change in log.add(change.newValue as? String) }
+        let own = try plain.observe(\CaPlain.name, options: .new) { _, change in log.add(change.newValue) }
+        plain.name = "c"
+        #expect(log.all == ["c", "c"])
+        byName.invalidate()
+        own.invalidate()
     }
 
     @Test func aKeyPathWrittenInAConstrainedExtensionIsObserved() throws {

@@ -275,9 +275,17 @@ enum KeyPathRegistry {
             guard ObservableDeclarations.declares(owner, valueType: link.valueType),
                 ObservableComponents.verdict(of: link.id, in: owner) != .notProperty
             else {
+                // Written in generic code through a protocol requirement (`\Self.name` in a
+                // protocol extension), the component is the requirement: which property
+                // implements it only its witness, run, could tell.
+                let hint =
+                    link.isFormedInGenericCode
+                    ? "; formed in generic code, it may name a protocol requirement, whose implementation only running "
+                        + "it could tell: observe \(ownerName)'s own key path, or the property by name (observe(keyPath:))"
+                    : ""
                 throw refusal(
                     keyPath,
-                    "link \(index + 1) (\(link.valueTypeName)) is not an observable property of \(ownerName)")
+                    "link \(index + 1) (\(link.valueTypeName)) is not an observable property of \(ownerName)" + hint)
             }
             guard index < links.count - 1 else { break }
             var next = link.valueType

@@ -31,6 +31,9 @@ struct KeyPathLink {
     let valueType: Any.Type
     /// Whether an optional chain (`?`) follows the component.
     let isOptionalChained: Bool
+    /// Whether the component captured generic arguments: formed in generic
+    /// code, where it may name a protocol requirement rather than a property.
+    var isFormedInGenericCode = false
 
     /// The value type as written in messages.
     var valueTypeName: String { _typeName(valueType, qualified: false) }
@@ -140,6 +143,7 @@ private struct ComponentReader {
     mutating func read(finalValueType: Any.Type) -> KeyPathShape {
         var links: [KeyPathLink] = []
         var pendingID: KeyPathComponentID?
+        var pendingIsGeneric = false
         var splicedLinks: [KeyPathLink]?
         while cursor < end {
             guard let header = take(UInt32.self) else { return .notObservable("an unreadable key path", after: links) }
@@ -176,6 +180,8 @@ private struct ComponentReader {
                         splicedLinks = tailLinks
                     } else if let generic = Self.genericArgumentWitnesses, witnesses != generic {
                         return .notObservable("a subscript", after: links)
+                    } else {
+                        pendingIsGeneric = true
                     }
                     cursor += size
                 }
@@ -184,7 +190,10 @@ private struct ComponentReader {
                 // (Leading only where the root is an optional: never an
                 // observable class, but the tail OptionalLink.swift makes.)
                 if let last = links.popLast() {
-                    links.append(KeyPathLink(id: last.id, valueType: last.valueType, isOptionalChained: true))
+                    links.append(
+                    KeyPathLink(
+                        id: last.id, valueType: last.valueType, isOptionalChained: true,
+                        isFormedInGenericCode: last.isFormedInGenericCode))
                 }
             case Self.optional where payload == Self.optionalWrap:
                 break
@@ -205,8 +214,10 @@ private struct ComponentReader {
                 valueType = finalValueType
             }
             if let id = pendingID {
-                links.append(KeyPathLink(id: id, valueType: valueType, isOptionalChained: false))
+                links.append(
+                    KeyPathLink(id: id, valueType: valueType, isOptionalChained: false, isFormedInGenericCode: pendingIsGeneric))
                 pendingID = nil
+                pendingIsGeneric = false
             }
             if let spliced = splicedLinks {
                 links += spliced
