@@ -65,7 +65,9 @@ private final class Plain: KeyValueObservable, @unchecked Sendable {
             log.append(change.isPrior ? "kvo prior" : "kvo \(change.newValue ?? 0)")
         }
         thermostat.target = 23
-        #expect(log.values == ["observation willSet 20.0", "kvo prior", "kvo 23.0"])
+        // Observation's willSet right before the store, SwiftKVO's prior
+        // notifications before it: nothing runs between willSet and the store.
+        #expect(log.values == ["kvo prior", "observation willSet 20.0", "kvo 23.0"])
         token.invalidate()
     }
 

@@ -556,8 +556,9 @@ extension KeyPath: ControllerKeyPathOpening {
         block: @escaping @Sendable (Observer, R, ObservedChange<Any>) -> Void
     ) throws(KVOError) -> Bool {
         guard let keyPath = self as? KeyPath<R, Value> else { throw .unsupportedKeyPath }
+        let flattening = Value.self is any OptionalValue.Type
         return try controller.observe(object, keyPath, options: options) { observer, object, change in
-            block(observer, object, change.flattened())
+            block(observer, object, flattening ? change.flattened() : change.map { $0 as Any })
         }
     }
 

@@ -355,8 +355,14 @@ extension KeyValueCoding {
 /// A key path reached by name, its value type opened.
 struct NamedKeyPath: @unchecked Sendable {  // key paths are immutable
     let erased: any ErasedKeyPath
+    /// Whether its values are optionals, which observations flatten (found
+    /// once, not at each registration).
+    let isOptional: Bool
 
-    init(keyPath: any ErasedKeyPath) { self.erased = keyPath }
+    init(keyPath: any ErasedKeyPath) {
+        self.erased = keyPath
+        self.isOptional = type(of: keyPath as! AnyKeyPath).valueType is any OptionalValue.Type
+    }
 
     var keyPath: AnyKeyPath { erased as! AnyKeyPath }
 
@@ -370,7 +376,7 @@ struct NamedKeyPath: @unchecked Sendable {  // key paths are immutable
         _ object: AnyObject, options: ObservingOptions,
         handler: @escaping @Sendable (AnyObject, ObservedChange<Any>) -> Void
     ) throws(KVOError) -> ObservationToken {
-        try erased.observe(object, options: options, handler: handler)
+        try erased.observe(object, options: options, flattening: isOptional, handler: handler)
     }
 
     /// The key path opened for a ``KVOController``.
@@ -381,8 +387,9 @@ struct NamedKeyPath: @unchecked Sendable {  // key paths are immutable
 protocol ErasedKeyPath {
     func read(_ object: AnyObject) -> Any?
     func write(_ value: Any?, name: String, to object: AnyObject) throws(KVOError)
+    /// Observes it on `object`; `flattening` when its values are optionals.
     func observe(
-        _ object: AnyObject, options: ObservingOptions,
+        _ object: AnyObject, options: ObservingOptions, flattening: Bool,
         handler: @escaping @Sendable (AnyObject, ObservedChange<Any>) -> Void
     ) throws(KVOError) -> ObservationToken
     /// This key path read past an optional link to its root (see OptionalLink.swift).
@@ -416,18 +423,18 @@ extension KeyPath: ErasedKeyPath where Root: KeyValueObservable {
     }
 
     func observe(
-        _ object: AnyObject, options: ObservingOptions,
+        _ object: AnyObject, options: ObservingOptions, flattening: Bool,
         handler: @escaping @Sendable (AnyObject, ObservedChange<Any>) -> Void
     ) throws(KVOError) -> ObservationToken {
         guard let root = object as? Root else { throw .invalidArgument }
         let resolved = try KeyPathRegistry.resolve(self, on: root)
         guard resolved.kind != .chain else {
             return try root.observe(self, options: options) { root, change in
-                handler(root, change.flattened())
+                handler(root, flattening ? change.flattened() : change.map { $0 as Any })
             }
         }
         let box = NamedObservation(
-            Value.self, unmanagedKeyPath: resolved.unmanagedKeyPath,
+            Value.self, unmanagedKeyPath: resolved.unmanagedKeyPath, flattening: flattening,
             readsInitialValue: options.contains(.new), handler: handler)
         return try Deliveries.register(root, key: resolved.key, options: options, box: box)
     }

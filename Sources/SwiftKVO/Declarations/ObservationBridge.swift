@@ -2,8 +2,9 @@
 // wrappers' accessors call the class's `ObservationRegistrar` (`access`, `willSet`, `didSet`).
 // Whether a class is bridged is a static property of its conformance, the constant `false` in the
 // specialized accessors of every other class, so they pay nothing (`make perf-check` holds the
-// no-observer setter). One assignment: Observation's `willSet`, SwiftKVO's prior notifications,
-// the store, SwiftKVO's notifications, Observation's `didSet`, all on the assigning thread.
+// no-observer setter). One assignment: SwiftKVO's prior notifications, Observation's `willSet`,
+// the store, Observation's `didSet`, SwiftKVO's notifications, all on the assigning thread: nothing
+// runs between `willSet` and the store, as with `@Observable`.
 
 import Observation
 
@@ -30,13 +31,19 @@ import Observation
 ///   coalesce several changes into one. It reads the value again on its
 ///   consumer's isolation once a change begins: assign on that isolation
 ///   too (for example, both on the main actor), or a read may land between
-///   `willSet` and the store and yield the old value.
+///   `willSet` and the store and yield the old value, and the sequence then
+///   misses the final value. Nothing of SwiftKVO's runs in that window, so
+///   a bridged class misses it no more often than an `@Observable` one (in
+///   the package's measurement, one assignment from another thread with a
+///   `.prior` observer working 200 µs: 0 of 100 runs missed it, and 3 of
+///   100 for `@Observable`; 9 of 50 did when Observation's `willSet` came
+///   before the prior notifications).
 /// - SwiftKVO calls its observers synchronously on the assigning thread,
 ///   after the store (and, with `.prior`, before it), for every change, with
 ///   old and new values, kinds and indexes.
-/// - Order for one assignment: Observation's `willSet`, SwiftKVO's prior
-///   notifications, the store, SwiftKVO's notifications, Observation's
-///   `didSet`.
+/// - Order for one assignment: SwiftKVO's prior notifications,
+///   Observation's `willSet`, the store, Observation's `didSet`, SwiftKVO's
+///   notifications.
 /// - A collection mutation through ``KeyValueObservable/mutableSet(_:)``
 ///   tells Observation of a change of the whole property.
 ///

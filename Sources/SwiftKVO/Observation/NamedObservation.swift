@@ -11,13 +11,14 @@ final class NamedObservation: EngineObservation, @unchecked Sendable {
     let load: (UnsafeRawPointer) -> Any?
     let readsInitialValue: Bool
 
+    /// - Parameter flattening: Whether `Value` is an optional.
     init<Value>(
-        _: Value.Type, unmanagedKeyPath: Unmanaged<AnyKeyPath>, readsInitialValue: Bool,
+        _: Value.Type, unmanagedKeyPath: Unmanaged<AnyKeyPath>, flattening: Bool, readsInitialValue: Bool,
         handler: @escaping @Sendable (AnyObject, ObservedChange<Any>) -> Void
     ) {
         self.handler = handler
         self.unmanagedKeyPath = unmanagedKeyPath
-        if Value.self is any OptionalValue.Type {
+        if flattening {
             self.load = { flattened($0.assumingMemoryBound(to: Value.self).pointee) }
         } else {
             self.load = { $0.assumingMemoryBound(to: Value.self).pointee }

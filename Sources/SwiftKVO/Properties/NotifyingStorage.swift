@@ -55,9 +55,9 @@ extension NotifyingStorage {
     ) {
         let state = object[keyPath: storageKeyPath].state
         if Object.isObservationBridged {
-            ObservationBridge.make(.willSet, object, { wrappedKeyPath })
-            notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
-            ObservationBridge.make(.didSet, object, { wrappedKeyPath })
+            notifyingSet(
+                object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state,
+                keyPath: { wrappedKeyPath })
             return
         }
         // Fast path: resolved, automatic, no dependents, nobody observing
@@ -72,7 +72,8 @@ extension NotifyingStorage {
         }
         // The wrapper's offset folds to a constant; the slow path is
         // outlined so the fast path needs no stack frame.
-        notifyingSet(object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state)
+        notifyingSet(
+            object, Engine.offset(of: storageKeyPath, in: object), newValue, state: state, keyPath: { wrappedKeyPath })
     }
 }
 
@@ -80,14 +81,27 @@ extension NotifyingStorage {
     /// The setter's slow path: resolves the key on first use, announces the
     /// change. Reaches the wrapper by its byte offset in `object` (which the
     /// caller keeps alive for the call), so it can be outlined without a key path.
+    ///
+    /// For a bridged class, Observation's `willSet` and `didSet` for the
+    /// property at `keyPath` surround the store itself, after SwiftKVO's prior
+    /// notifications and before its others: an `Observations` sequence, which
+    /// reads the value again once `willSet` comes, finds the store as close
+    /// behind it as with `@Observable`. (`keyPath` is called only then.)
     @inlinable @inline(never)
     static func notifyingSet<Object: KeyValueObservable>(
-        _ object: Object, _ offset: Int, _ newValue: Value, state: UInt64
+        _ object: Object, _ offset: Int, _ newValue: Value, state: UInt64,
+        keyPath: () -> ReferenceWritableKeyPath<Object, Value>
     ) {
         // `object` is borrowed from the caller for the whole call: the
         // wrapper's address stays valid without extending its lifetime.
         let wrapper = UnsafeMutableRawPointer(mutating: Engine.address(object))
             .advanced(by: offset).assumingMemoryBound(to: Self.self)
+        func store() {
+            guard Object.isObservationBridged else { return wrapper.pointee.storage = newValue }
+            ObservationBridge.make(.willSet, object, keyPath)
+            wrapper.pointee.storage = newValue
+            ObservationBridge.make(.didSet, object, keyPath)
+        }
         var state = state
         // Manual notification, or a plain property of an object never
         // observed while the key is observed elsewhere (the sparse case):
@@ -96,8 +110,7 @@ extension NotifyingStorage {
             || (state & SetterState.flags == SetterState.resolved
                 && !object.kvoRegistrar.mayBeObserved)
         {
-            wrapper.pointee.storage = newValue
-            return
+            return store()
         }
         if state & SetterState.resolved == 0 {
             state = SetterState.resolve(object, storage: Self.self, offset: offset)
@@ -109,7 +122,7 @@ extension NotifyingStorage {
             Engine.announceSetting(
                 prior: prior, object: address, key: key, old: old, new: prior ? nil : newValue)
         } change: {
-            wrapper.pointee.storage = newValue
+            store()
         }
     }
 }
