@@ -49,6 +49,9 @@ extension Fixture {
             Fixture("observed-set-no-observer", "@Observed set, no object of the class observed", callbacks: 0) {
                 roundRobinSetLoop((0..<64).map { _ in Quiet() })
             },
+            Fixture("observed-get", "@Observed get", callbacks: 0) {
+                roundRobinGetLoop((0..<64).map { _ in Quiet() })
+            },
             Fixture(
                 "observed-set-sparse", "@Observed set of an unobserved object, another object of its class observed",
                 callbacks: 0

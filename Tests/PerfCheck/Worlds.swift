@@ -69,6 +69,20 @@ func roundRobinSetLoop<Object: SettableValue>(_ objects: [Object]) -> (Int) -> V
     }
 }
 
+/// Reads `value` of 64 objects in turn, `n` times in all (the getter's cost;
+/// the sum is kept, so no read is dropped).
+func roundRobinGetLoop<Object: SettableValue>(_ objects: [Object]) -> (Int) -> Void {
+    precondition(objects.count == 64, "the loop picks objects by the index's low 6 bits")
+    let borrowed = objects.map(Unmanaged.passUnretained)
+    return { n in
+        var sum = 0
+        withExtendedLifetime(objects) {
+            for i in 0..<n { sum &+= borrowed[i & 63]._withUnsafeGuaranteedRef { $0.value } }
+        }
+        precondition(sum != Int.min)
+    }
+}
+
 /// What `roundRobinSetLoop` sets.
 protocol SettableValue: AnyObject, SendableMetatype {
     var value: Int { get set }
