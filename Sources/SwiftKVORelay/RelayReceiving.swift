@@ -33,7 +33,7 @@ extension Relay {
         // Identifiers from the wire are metadata values, escaped: never part of the message.
         configuration.logger.debug(
             "relay dropped a message",
-            metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance.map(Wire.loggable) ?? "?")"])
+            metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance.map { Wire.loggable($0) } ?? "?")"])
     }
 
     /// `payload` as a message, or nil if it is not one (malformed): the wrong
@@ -52,10 +52,12 @@ extension Relay {
     /// broker delivers back to its sender, is told by its first bytes and a
     /// hash of what was sent, and skipped without decoding.
     ///
-    /// A message moves its sender's sequence only once its envelope
-    /// validated, and by at most ``RelayConfiguration/maximumSequenceJump``;
-    /// only a message that validated entirely (a registered name, a body of
-    /// its types, a stamp within the clock skew) may start a new incarnation.
+    /// Whether it is new is decided by its place in its sender's sequence
+    /// (``SequenceLines``), never by when it was sent or read: a late read
+    /// only delays a message. Only a message that validated entirely (a
+    /// registered name, a body of its types, a stamp within the clock skew)
+    /// may start a new incarnation or a jump beyond
+    /// ``RelayConfiguration/maximumSequenceJump``.
     ///
     /// A property entry is applied here, under its replication's isolation,
     /// unless that is an actor: then what to await is returned.
@@ -76,16 +78,6 @@ extension Relay {
             return nil
         }
         let envelope = message.envelope
-        if let signing = configuration.signing {
-            // Signed, so the send time is the sender's: bounded on both sides.
-            let now = Self.wallClockMicroseconds() / 1000
-            let age = UInt64(clamping: signing.maximumMessageAge.components.seconds) * 1000
-            let skew = UInt64(clamping: configuration.maximumClockSkew.components.seconds) * 1000
-            guard let sent = envelope.w, sent >= now - min(now, age), sent - min(sent, skew) <= now else {
-                drop(.replayed, envelope.o)
-                return nil
-            }
-        }
         let instance = envelope.o
         if instance == configuration.instanceID {
             // A resend's second echo (or a copy of one), or another relay with this id.
@@ -123,7 +115,12 @@ extension Relay {
         case .ignored:
             drop(invalid ?? .malformed, instance)
             return nil
-        case .new(let report):
+        case .new(let report, let conflict):
+            if conflict {
+                configuration.logger.warning(
+                    "relay heard an instance go on with an incarnation after hearing a newer one: a forged incarnation, or two relays with one id",
+                    metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
+            }
             if let report { resynchronize(report) }
         }
         if let invalid {
@@ -250,20 +247,23 @@ extension Relay {
         }
     }
     enum Tracked {
-        /// Not seen before: deliver it, after posting the resynchronization if any.
-        case new(Report?)
+        /// Not seen before: deliver it, after posting the resynchronization
+        /// if any; `conflict`: it continued a superseded incarnation (warn).
+        case new(Report?, conflict: Bool)
+        /// At or below the highest sequence number heard of its incarnation.
         case duplicate
-        /// Signed, but from an incarnation sent before the latest one heard.
+        /// Of a superseded, retired or older incarnation; or signed, of an
+        /// instance not tracked and sent before an instance was forgotten.
         case replayed
         /// A new id while the table is full of instances still sending.
         case refused
         /// Not tracked: it did not validate, and would have started a new
-        /// sequence (a new id, a new incarnation, or a jump beyond the bound).
+        /// line (a new id, a new incarnation, or a jump beyond the bound).
         case ignored
     }
 
-    /// Records `envelope`'s sequence number for its instance and says what to
-    /// do with the message. `validated`: the whole message validated, not
+    /// Records `envelope` in its instance's ``SequenceLines`` and says what
+    /// to do with the message. `validated`: the whole message validated, not
     /// only its envelope. Gaps and restarts are reported at most once per
     /// ``RelayConfiguration/resynchronizationInterval`` per instance; in
     /// between they are summed and left for ``flushResynchronizations(now:)``.
@@ -272,41 +272,48 @@ extension Relay {
         configuration: RelayConfiguration
     ) -> Tracked {
         let instance = envelope.o
+        let skew = milliseconds(configuration.maximumClockSkew)
+        // Signed, a line of an incarnation not tracked may start only if its
+        // message was sent after every forgotten instance was last heard
+        // (with the skew): else it may be a replay of one of theirs.
+        let forgotten = state.instances.forgottenHeard
+        let mayStartLine = { () -> Bool in
+            guard configuration.signing != nil else { return true }
+            guard let sent = envelope.w else { return false }
+            guard let forgotten else { return true }
+            let wallNow = wallClockMicroseconds() / 1000
+            let heard = wallNow - min(wallNow, milliseconds(now - forgotten))
+            return sent > heard &+ skew
+        }
         guard let index = state.instances.index(of: instance) else {
             guard validated else { return .ignored }
-            guard
-                let inserted = state.instances.insert(
-                    instance, incarnation: envelope.i, sequence: envelope.s, now: now)
-            else { return .refused }
-            if configuration.signing != nil { state.instances[inserted].sent = envelope.w ?? 0 }
-            return .new(nil)
+            guard mayStartLine() else { return .replayed }
+            let lines = SequenceLines(incarnation: envelope.i, sequence: envelope.s)
+            guard state.instances.insert(instance, lines: lines, now: now) != nil else { return .refused }
+            return .new(nil, conflict: false)
         }
         var entry = state.instances[index]
-        let bound = configuration.maximumSequenceJump
-        var missed = 0
-        var restarted = false
-        if envelope.i != entry.incarnation {
-            guard validated else { return .ignored }
-            // A signed message of another incarnation sent before the latest
-            // one heard: an old incarnation's message, replayed.
-            if configuration.signing != nil, let sent = envelope.w, sent < entry.sent { return .replayed }
-            restarted = true
-        } else if envelope.s > entry.sequence {
-            let jump = envelope.s - entry.sequence
-            if jump > bound {
-                guard validated else { return .ignored }
-                restarted = true
-            } else {
-                missed = Int(jump - 1)  // at most the bound
-            }
-        } else {
-            // Back by more than any resend reaches: the instance after a forged jump.
-            guard entry.sequence - envelope.s > bound, validated else { return .duplicate }
-            restarted = true
+        let verdict = entry.lines.judge(
+            incarnation: envelope.i, sequence: envelope.s, validated: validated,
+            bound: configuration.maximumSequenceJump, tolerance: 2 * skew, mayStartLine: mayStartLine)
+        let missed: Int
+        let restarted: Bool
+        let conflict: Bool
+        switch verdict {
+        case .duplicate:
+            state.instances[index] = entry
+            return .duplicate
+        case .replayed, .refused:
+            state.instances[index] = entry
+            return .replayed
+        case .ignored:
+            return .ignored
+        case .accepted(let gap, let started, let continued):
+            missed = Int(clamping: gap)  // at most the bound
+            restarted = started || continued
+            conflict = continued
         }
-        entry.incarnation = envelope.i
-        entry.sequence = envelope.s
-        if configuration.signing != nil { entry.sent = max(entry.sent, envelope.w ?? 0) }
+        if conflict { state.statistics.incarnationConflicts.addSaturating(1) }
         var report: Report?
         if missed > 0 || restarted {
             state.statistics.missed.addSaturating(missed)
@@ -325,7 +332,15 @@ extension Relay {
         }
         state.instances[index] = entry
         state.instances.touch(index, now: now)
-        return .new(report)
+        return .new(report, conflict: conflict)
+    }
+
+    /// `duration` in whole milliseconds (saturating; zero if negative).
+    static func milliseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1000)
+        return overflow ? .max : whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000_000_000)).partialValue
     }
 }
 #endif

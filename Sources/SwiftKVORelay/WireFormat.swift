@@ -7,9 +7,11 @@ import SwiftKVO
 //   {"o":"<instance>","i":4711,"s":17,"v":1,"t":"post","n":"orders.placed","u":{"count":3}}
 //   {"o":"<instance>","i":4711,"s":18,"v":1,"t":"set","n":"flags.checkout","c":1732480000000123,"x":true}
 //
-// v: format version; o: the sending instance; i: its incarnation (random per
-// relay, so an instance restarted with a fixed id starts a new sequence space;
-// 0 when absent); s: its sequence number (1, 2, 3…, per incarnation, one
+// v: format version; o: the sending instance; i: its incarnation (per relay:
+// its start time in milliseconds, shifted left 22 bits, and 22 random bits —
+// so an instance restarted with a fixed id starts a new sequence space, which
+// receivers order after the earlier one; 0 when absent); s: its sequence
+// number (1, 2, 3…, per incarnation, one
 // counter for every message it sends); t: "post" (a hub notification, user
 // info in u) or "set" (a property entry's value x, with the writer's clock
 // stamp c; e names the entry — a dictionary key, a set member, a writer —

@@ -1,0 +1,179 @@
+#if Relay
+/// What a relay knows of one other instance's messages: which it has seen,
+/// by their place in the sender's sequence — never by when they were sent or
+/// read.
+///
+/// A message is identified by (instance, incarnation, sequence number). Per
+/// instance the relay keeps up to ``capacity`` *lines*: an incarnation and
+/// the range of sequence numbers heard on it. Usually there is one; a
+/// restart adds a line of the new incarnation, and a jump beyond
+/// ``RelayConfiguration/maximumSequenceJump`` a second line of the same one.
+/// The rules (``judge(incarnation:sequence:validated:bound:tolerance:mayStartLine:)``):
+///
+/// - **Duplicates.** A sequence number at or below the highest heard of its
+///   incarnation is a copy of a message already seen (or passed over), however
+///   far back: dropped. The one exception is a number that continues a lower
+///   line of the same incarnation within the bound: the sender going on after
+///   someone forged a jump ahead of it.
+/// - **Gaps.** A number above the highest by at most the bound is new; the
+///   numbers skipped are reported missed.
+/// - **Restarts.** A new incarnation starts a new line, and is reported as a
+///   restart, if it is not older than the latest line's by the sender's own
+///   ordering: incarnations are made from the sender's start time
+///   (``Incarnation``), so one more than `tolerance` milliseconds older is a
+///   replay of an earlier run, dropped. Older by less is a restart on a host
+///   whose clock is behind (within the allowed skew): accepted.
+/// - **Superseded incarnations.** Once a line of another incarnation started
+///   after an incarnation was last heard, that incarnation is superseded: its
+///   messages are dropped as replays — except one that directly follows the
+///   highest heard on it. That is the instance still sending, so the newer
+///   line was forged (or two relays share the id): it is delivered, and the
+///   conflict reported, so a forged incarnation can never silence a live
+///   one unnoticed. (A replay cannot pass as that message: a copy of it was
+///   seen, or it is the message that was not, delivered late.)
+///
+/// Bounded and O(``capacity`` + ``retiredCapacity``) per message. When a line
+/// is forgotten to make room (the oldest incarnation's lowest line), its
+/// numbers stay covered by the lines left of the same incarnation, or its
+/// incarnation is remembered as retired and its messages are dropped: the
+/// last ``retiredCapacity`` exactly, earlier ones as a floor at or below
+/// which every incarnation is taken for a replay.
+struct SequenceLines {
+    struct Line {
+        var incarnation: UInt64
+        var low: UInt64
+        var high: UInt64
+        /// When the line started and when it was last heard, in ``tick``s.
+        var started: UInt64
+        var heard: UInt64
+    }
+
+    static let capacity = 4
+    static let retiredCapacity = 8
+
+    private(set) var lines: [Line]
+    private(set) var retired: [UInt64] = []
+    /// The greatest incarnation that fell out of `retired`, if any.
+    private(set) var floor: UInt64?
+    /// Counts the messages judged: orders starts and hearings.
+    private var tick: UInt64 = 1
+
+    /// What to do with one message.
+    enum Verdict: Equatable {
+        /// New: deliver it. `missed`: numbers skipped since the highest heard
+        /// on its line; `restarted`: it started a line (a new incarnation or
+        /// a jump); `conflict`: it continued a superseded incarnation.
+        case accepted(missed: UInt64, restarted: Bool, conflict: Bool)
+        /// At or below the highest heard of its incarnation.
+        case duplicate
+        /// Of a superseded, retired or older incarnation: a replay.
+        case replayed
+        /// Would start a line, but the message did not validate entirely.
+        case ignored
+        /// Would start a line, but `mayStartLine` refused (a signed message
+        /// sent before what the relay forgot of other instances).
+        case refused
+    }
+
+    /// The lines of an instance first heard with `incarnation` and `sequence`.
+    init(incarnation: UInt64, sequence: UInt64) {
+        lines = [Line(incarnation: incarnation, low: sequence, high: sequence, started: 0, heard: 0)]
+    }
+
+    /// Judges a message of `incarnation` numbered `sequence`, and records it if new.
+    ///
+    /// - Parameters:
+    ///   - validated: Whether the whole message validated; only such a
+    ///     message may start a line.
+    ///   - bound: ``RelayConfiguration/maximumSequenceJump``.
+    ///   - tolerance: How much older (in ``Incarnation`` milliseconds) a new
+    ///     incarnation may be than the latest line's and still be a restart.
+    ///   - mayStartLine: Asked before a line of a new incarnation starts.
+    mutating func judge(
+        incarnation: UInt64, sequence: UInt64, validated: Bool, bound: UInt64, tolerance: UInt64,
+        mayStartLine: () -> Bool
+    ) -> Verdict {
+        tick &+= 1
+        let own = lines.indices.filter { lines[$0].incarnation == incarnation }
+        guard !own.isEmpty else {
+            if retired.contains(incarnation) { return .replayed }
+            if let floor, incarnation <= floor { return .replayed }
+            if let latest = lines.max(by: { $0.started < $1.started }),
+                Incarnation.milliseconds(incarnation) &+ min(tolerance, .max - Incarnation.milliseconds(incarnation))
+                    < Incarnation.milliseconds(latest.incarnation)
+            {
+                return .replayed
+            }
+            guard validated else { return .ignored }
+            guard mayStartLine() else { return .refused }
+            start(Line(incarnation: incarnation, low: sequence, high: sequence, started: tick, heard: tick))
+            return .accepted(missed: 0, restarted: true, conflict: false)
+        }
+        let highest = own.map { lines[$0].high }.max()!
+        let lastHeard = own.map { lines[$0].heard }.max()!
+        if lines.contains(where: { $0.incarnation != incarnation && $0.started > lastHeard }) {
+            // Superseded: only the message right after the highest is a sign of life.
+            guard let line = own.first(where: { lines[$0].high == highest }), sequence > highest else {
+                return .duplicate
+            }
+            lines[line].high = sequence
+            guard sequence == highest + 1 else { return .replayed }
+            lines[line].heard = tick
+            return .accepted(missed: 0, restarted: false, conflict: true)
+        }
+        // The line this continues: the highest below it, if no other line of
+        // the incarnation starts in between and it is within the bound.
+        if let line = own.filter({ lines[$0].high < sequence }).max(by: { lines[$0].high < lines[$1].high }),
+            sequence - lines[line].high <= bound,
+            !own.contains(where: { lines[$0].low > lines[line].high && lines[$0].low <= sequence })
+        {
+            let missed = sequence - lines[line].high - 1
+            lines[line].high = sequence
+            lines[line].heard = tick
+            return .accepted(missed: missed, restarted: false, conflict: false)
+        }
+        if sequence <= highest { return .duplicate }
+        // Beyond every line of the incarnation by more than the bound.
+        guard validated else { return .ignored }
+        start(Line(incarnation: incarnation, low: sequence, high: sequence, started: tick, heard: tick))
+        return .accepted(missed: 0, restarted: true, conflict: false)
+    }
+
+    /// Adds `line`, first forgetting the oldest incarnation's lowest line if full.
+    private mutating func start(_ line: Line) {
+        if lines.count >= Self.capacity {
+            let oldest = lines.indices.min {
+                (Incarnation.milliseconds(lines[$0].incarnation), lines[$0].incarnation, lines[$0].low)
+                    < (Incarnation.milliseconds(lines[$1].incarnation), lines[$1].incarnation, lines[$1].low)
+            }!
+            let forgotten = lines.remove(at: oldest)
+            if !lines.contains(where: { $0.incarnation == forgotten.incarnation }) {
+                if retired.count >= Self.retiredCapacity {
+                    let fallen = retired.removeFirst()
+                    floor = max(floor ?? fallen, fallen)
+                }
+                retired.append(forgotten.incarnation)
+            }
+        }
+        lines.append(line)
+    }
+}
+
+/// A relay's incarnation: its start time in wall-clock milliseconds in the
+/// high 42 bits, random in the low 22. So an instance restarted with the same
+/// ``RelayConfiguration/instanceID`` gets a greater one (unless its clock went
+/// back), two relays started in the same millisecond almost surely differ,
+/// and a receiver can order incarnations of one instance by their start.
+enum Incarnation {
+    static let randomBits: UInt64 = 22
+
+    /// A new incarnation for a relay starting at `wallClockMilliseconds`.
+    static func make(wallClockMilliseconds: UInt64) -> UInt64 {
+        let time = min(wallClockMilliseconds, .max >> randomBits)
+        return max(1, time << randomBits | UInt64.random(in: 0..<(1 << randomBits)))
+    }
+
+    /// The start time `incarnation` carries (meaningless for one made otherwise).
+    static func milliseconds(_ incarnation: UInt64) -> UInt64 { incarnation >> randomBits }
+}
+#endif

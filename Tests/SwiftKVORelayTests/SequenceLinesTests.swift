@@ -1,0 +1,174 @@
+#if Relay
+import Testing
+
+@testable import SwiftKVORelay
+
+/// Replay protection by sequence, without a server (issue #35): what a relay
+/// decides from (instance, incarnation, sequence number) alone.
+struct SequenceLinesTests {
+    static let bound: UInt64 = 16
+    /// Twice the default clock skew, in milliseconds.
+    static let tolerance: UInt64 = 60_000
+    static let now: UInt64 = 1_764_000_000_000
+
+    static func incarnation(_ milliseconds: UInt64) -> UInt64 { Incarnation.make(wallClockMilliseconds: milliseconds) }
+
+    static func judge(
+        _ lines: inout SequenceLines, _ incarnation: UInt64, _ sequence: UInt64, validated: Bool = true,
+        mayStartLine: Bool = true
+    ) -> SequenceLines.Verdict {
+        lines.judge(
+            incarnation: incarnation, sequence: sequence, validated: validated, bound: bound, tolerance: tolerance,
+            mayStartLine: { mayStartLine })
+    }
+
+    static let new = SequenceLines.Verdict.accepted(missed: 0, restarted: false, conflict: false)
+    static let restart = SequenceLines.Verdict.accepted(missed: 0, restarted: true, conflict: false)
+
+    @Test func aCopyOfASeenMessageIsADuplicateHoweverFarBack() {
+        let a = Self.incarnation(Self.now)
+        var lines = SequenceLines(incarnation: a, sequence: 1)
+        for sequence in 2...66_000 as ClosedRange<UInt64> { #expect(Self.judge(&lines, a, sequence) == Self.new) }
+        for sequence in [1, 2, Self.bound, 65_999 - Self.bound, 65_999, 66_000] as [UInt64] {
+            #expect(Self.judge(&lines, a, sequence) == .duplicate, "\(sequence)")
+        }
+        #expect(Self.judge(&lines, a, 66_001) == Self.new)
+    }
+
+    @Test func aGapIsCountedAndAJumpBeyondTheBoundIsARestart() {
+        let a = Self.incarnation(Self.now)
+        var lines = SequenceLines(incarnation: a, sequence: 1)
+        #expect(Self.judge(&lines, a, 1 + Self.bound) == .accepted(missed: Self.bound - 1, restarted: false, conflict: false))
+        // A jump beyond the bound starts a line, only from a message that validated.
+        #expect(Self.judge(&lines, a, 1_000, validated: false) == .ignored)
+        #expect(Self.judge(&lines, a, 1_000) == Self.restart)
+        #expect(Self.judge(&lines, a, 1_001) == Self.new)
+        #expect(Self.judge(&lines, a, 500) == .duplicate)
+    }
+
+    @Test func theSenderGoesOnBelowAForgedJumpAndCopiesOfEitherLineAreDuplicates() {
+        let a = Self.incarnation(Self.now)
+        var lines = SequenceLines(incarnation: a, sequence: 1)
+        #expect(Self.judge(&lines, a, 1_000_000_000_001) == Self.restart)  // forged
+        for sequence in 2...5 as ClosedRange<UInt64> { #expect(Self.judge(&lines, a, sequence) == Self.new) }
+        #expect(Self.judge(&lines, a, 3) == .duplicate)
+        #expect(Self.judge(&lines, a, 1_000_000_000_001) == .duplicate)
+    }
+
+    @Test func aNewerIncarnationIsARestartAndACopyOfTheEarlierOnesIsThenAReplay() {
+        let first = Self.incarnation(Self.now)
+        var lines = SequenceLines(incarnation: first, sequence: 1)
+        for sequence in 2...10 as ClosedRange<UInt64> { _ = Self.judge(&lines, first, sequence) }
+        let second = Self.incarnation(Self.now + 5_000)
+        #expect(Self.judge(&lines, second, 1) == Self.restart)
+        #expect(Self.judge(&lines, second, 2) == Self.new)
+        #expect(Self.judge(&lines, first, 3) == .duplicate)  // a copy
+        #expect(Self.judge(&lines, first, 20) == .replayed)  // not the next one: not a sign of life
+        #expect(Self.judge(&lines, second, 3) == Self.new)
+    }
+
+    @Test func anIncarnationOlderThanTheSkewAllowsIsAReplay() {
+        let current = Self.incarnation(Self.now)
+        var lines = SequenceLines(incarnation: current, sequence: 1)
+        let older = Self.incarnation(Self.now - Self.tolerance - 1)
+        #expect(Self.judge(&lines, older, 1) == .replayed)
+        #expect(Self.judge(&lines, current, 2) == Self.new)
+    }
+
+    /// Item 3: a restart on a host whose clock is 20 s behind.
+    @Test func aRestartOnAHostWhoseClockIsBehindWithinTheSkewIsARestart() {
+        let first = Self.incarnation(Self.now)
+        var lines = SequenceLines(incarnation: first, sequence: 1)
+        _ = Self.judge(&lines, first, 2)
+        let behind = Self.incarnation(Self.now - 20_000)
+        #expect(Self.judge(&lines, behind, 1) == Self.restart)
+        for sequence in 2...5 as ClosedRange<UInt64> { #expect(Self.judge(&lines, behind, sequence) == Self.new) }
+    }
+
+    /// Item 2: one forged message of a newer incarnation.
+    @Test func aLiveInstanceGoesOnAfterAForgedNewerIncarnationAndTheConflictIsReported() {
+        let real = Self.incarnation(Self.now)
+        var lines = SequenceLines(incarnation: real, sequence: 1)
+        _ = Self.judge(&lines, real, 2)
+        let forged = Self.incarnation(Self.now + 29_000)
+        #expect(Self.judge(&lines, forged, 1) == Self.restart)
+        #expect(Self.judge(&lines, real, 3) == .accepted(missed: 0, restarted: false, conflict: true))
+        for sequence in 4...30 as ClosedRange<UInt64> { #expect(Self.judge(&lines, real, sequence) == Self.new) }
+        #expect(Self.judge(&lines, real, 2) == .duplicate)
+    }
+
+    @Test func aSignedLineStartsOnlyIfAllowedAndOnlyFromAValidatedMessage() {
+        let first = Self.incarnation(Self.now)
+        var lines = SequenceLines(incarnation: first, sequence: 1)
+        let second = Self.incarnation(Self.now + 1)
+        #expect(Self.judge(&lines, second, 1, validated: false) == .ignored)
+        #expect(Self.judge(&lines, second, 1, mayStartLine: false) == .refused)
+        #expect(Self.judge(&lines, first, 2) == Self.new)
+    }
+
+    @Test func forgottenIncarnationsStayReplaysRetiredOrBelowTheFloor() {
+        var incarnations: [UInt64] = []
+        var lines = SequenceLines(incarnation: Self.incarnation(Self.now), sequence: 1)
+        incarnations.append(lines.lines[0].incarnation)
+        for restart in 1...20 as ClosedRange<UInt64> {
+            let next = Self.incarnation(Self.now + restart)
+            incarnations.append(next)
+            #expect(Self.judge(&lines, next, 1) == Self.restart)
+            #expect(Self.judge(&lines, next, 2) == Self.new)
+        }
+        #expect(lines.lines.count == SequenceLines.capacity)
+        for old in incarnations.dropLast(SequenceLines.capacity) {
+            #expect(Self.judge(&lines, old, 1) == .replayed)
+            #expect(Self.judge(&lines, old, 3) == .replayed)
+        }
+        #expect(Self.judge(&lines, incarnations.last!, 3) == Self.new)
+    }
+
+    @Test func incarnationsCarryTheirStartAndAreNeverZero() {
+        let made = Incarnation.make(wallClockMilliseconds: Self.now)
+        #expect(Incarnation.milliseconds(made) == Self.now)
+        #expect(Incarnation.make(wallClockMilliseconds: 0) >= 1)
+        #expect(Incarnation.milliseconds(Incarnation.make(wallClockMilliseconds: .max)) == .max >> Incarnation.randomBits)
+    }
+}
+
+/// The table of instances without a server (issue #35, item 9).
+struct InstanceTableTests {
+    static func lines() -> SequenceLines { SequenceLines(incarnation: 1, sequence: 1) }
+
+    @Test func unsignedInventedIDsEvictStrangersNeverLockingANewInstanceOut() {
+        let now = ContinuousClock.now
+        var table = InstanceTable(capacity: 4, idleTimeout: .seconds(60), admitsBusy: true)
+        let a = table.insert("a", lines: Self.lines(), now: now)!
+        table.touch(a, now: now)  // heard twice: a regular
+        for n in 0..<1_024 { #expect(table.insert("invented-\(n)", lines: Self.lines(), now: now) != nil) }
+        #expect(table.insert("new", lines: Self.lines(), now: now) != nil)
+        #expect(table.index(of: "a") != nil)
+        #expect(table.count == 4)
+    }
+
+    @Test func unsignedRegularsAreEvictedLeastRecentlyHeardFirstWhenNoStrangerIsLeft() {
+        let start = ContinuousClock.now
+        var table = InstanceTable(capacity: 2, idleTimeout: .seconds(60), admitsBusy: true)
+        for (offset, id) in ["a", "b"].enumerated() {
+            let index = table.insert(id, lines: Self.lines(), now: start)!
+            table.touch(index, now: start + .milliseconds(offset))
+        }
+        #expect(table.insert("c", lines: Self.lines(), now: start + .seconds(1)) != nil)
+        #expect(table.index(of: "a") == nil && table.index(of: "b") != nil)
+    }
+
+    @Test func signedBusyInstancesAreKeptAndNewIDsRefusedUntilOneIsIdle() {
+        let start = ContinuousClock.now
+        var table = InstanceTable(capacity: 2, idleTimeout: .seconds(61), admitsBusy: false)
+        _ = table.insert("a", lines: Self.lines(), now: start)
+        _ = table.insert("b", lines: Self.lines(), now: start + .seconds(30))
+        #expect(table.insert("c", lines: Self.lines(), now: start + .seconds(60)) == nil)
+        #expect(table.forgottenHeard == nil)
+        #expect(table.insert("c", lines: Self.lines(), now: start + .seconds(61)) != nil)
+        #expect(table.index(of: "a") == nil)
+        #expect(table.forgottenHeard == start)
+    }
+}
+
+#endif
