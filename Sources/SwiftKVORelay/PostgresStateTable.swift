@@ -66,7 +66,7 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
                 if case .failure(let error) = result, Self.isSchemaError(error) {
                     self.logger.error(
                         "relay could not write its state table; sending without it",
-                        metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
+                        metadata: ["table": "\(table.name)", "error": "\(Wire.loggable(RelayErrorDescription.describe(error), limit: 1024, keepingSpaces: true))"])
                     self.markUnusable(table)
                     return self.publish(messages, completion: completion)
                 }
@@ -284,7 +284,9 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
     /// whether it can be used.
     private func prepare(_ table: RelayStateTable) async -> TableAccess {
         func notUsed(_ reason: String) -> TableAccess {
-            logger.error("relay state table not used", metadata: ["table": "\(table.name)", "error": "\(reason)"])
+            logger.error(
+                "relay state table not used",
+                metadata: ["table": "\(table.name)", "error": "\(Wire.loggable(reason, limit: 1024, keepingSpaces: true))"])
             return .unusable
         }
         do {
@@ -309,7 +311,7 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         } catch {
             logger.warning(
                 "relay could not check its state table",
-                metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
+                metadata: ["table": "\(table.name)", "error": "\(Wire.loggable(RelayErrorDescription.describe(error), limit: 1024, keepingSpaces: true))"])
             return .failed(error)
         }
     }

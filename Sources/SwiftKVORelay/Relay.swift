@@ -136,6 +136,8 @@ public final class Relay: Sendable {
         var clock: UInt64 = 0
         /// Per other instance: the sequence numbers heard, when last heard.
         var instances: InstanceTable
+        /// Holds back warnings caused by what arrives (``warn(_:metadata:)``).
+        var warnings = WarningLimiter(interval: Relay.warningInterval)
         /// Instances with a coalesced resynchronization not yet posted.
         var pendingResynchronizations: Set<String> = []
         /// Hashes of messages sent and not yet seen coming back (bounded, oldest forgotten first).
@@ -308,7 +310,7 @@ public final class Relay: Sendable {
         } catch {
             state.withLock { $0.statistics.notSent += 1 }
             configuration.logger.warning(
-                "relay did not send a post", metadata: ["name": "\(note.name.rawValue)", "error": "\(error)"])
+                "relay did not send a post", metadata: ["name": "\(Wire.loggable(note.name.rawValue))", "error": "\(Wire.loggable("\(error)", limit: 1024, keepingSpaces: true))"])
         }
     }
 
@@ -398,7 +400,7 @@ public final class Relay: Sendable {
             } catch {
                 if !Task.isCancelled {
                     logger.warning(
-                        "relay connection ended", metadata: ["error": "\(RelayErrorDescription.describe(error))"])
+                        "relay connection ended", metadata: ["error": "\(Wire.loggable(RelayErrorDescription.describe(error), limit: 1024, keepingSpaces: true))"])
                 }
             }
             publishFailed.finish()

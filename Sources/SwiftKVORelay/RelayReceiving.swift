@@ -82,7 +82,7 @@ extension Relay {
         if instance == configuration.instanceID {
             // A resend's second echo (or a copy of one), or another relay with this id.
             guard envelope.i == incarnation else {
-                configuration.logger.warning(
+                warn(
                     "relay received a message with its own instance id from another incarnation",
                     metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
                 drop(.ownID, instance)
@@ -117,7 +117,7 @@ extension Relay {
             return nil
         case .new(let report, let conflict):
             if conflict {
-                configuration.logger.warning(
+                warn(
                     "relay heard an instance go on with an incarnation after hearing a newer one: a forged incarnation, or two relays with one id",
                     metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
             }
@@ -194,7 +194,7 @@ extension Relay {
             userInfo["reason"] = "missed"
             userInfo["missed"] = report.missed
             userInfo["restarted"] = report.restarted
-            configuration.logger.warning(
+            warn(
                 "relay missed messages",
                 metadata: [
                     "instance": "\(Wire.loggable(report.instance))", "missed": "\(report.missed)",
@@ -202,7 +202,7 @@ extension Relay {
                 ])
         } else {
             userInfo["reason"] = "restarted"
-            configuration.logger.warning(
+            warn(
                 "relay heard a restarted instance", metadata: ["instance": "\(Wire.loggable(report.instance))"])
         }
         postResynchronize(userInfo)

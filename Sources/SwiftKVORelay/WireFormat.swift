@@ -56,25 +56,45 @@ enum Wire {
         }
     }
 
-    /// `text` from the wire as a log metadata value: at most 128 characters,
-    /// control, format and separator characters escaped as `\u{…}`, so a
-    /// value can never end a log line nor colour a terminal.
-    static func loggable(_ text: String) -> String {
+    /// `text` from outside (the wire, a name, a server's error) as a log
+    /// metadata value: at most `limit` characters, and everything but
+    /// letters, digits, marks, symbols and `- . _ : / @ + # , ; ( ) ! ? * & % $ ~ '`
+    /// escaped as `\u{…}` — spaces, brackets, `=`, quotes and backslashes
+    /// included (with `keepingSpaces`, for prose such as an error's
+    /// description, plain spaces stay). So a value can never end a log line,
+    /// colour a terminal, nor pass for the line's own structure (`key=value`
+    /// pairs, a bracketed list, the words of another message).
+    static func loggable(_ text: String, limit: Int = 128, keepingSpaces: Bool = false) -> String {
         var output = ""
         for (offset, scalar) in text.unicodeScalars.enumerated() {
-            guard offset < 128 else {
+            guard offset < limit else {
                 output += "…"
                 break
             }
-            switch scalar.properties.generalCategory {
-            case .control, .format, .lineSeparator, .paragraphSeparator, .unassigned, .privateUse, .surrogate,
-                .spaceSeparator where scalar != " ":
+            if isPlainInLogs(scalar) || (keepingSpaces && scalar == " ") {
+                output.unicodeScalars.append(scalar)
+            } else {
                 output += "\\u{" + String(scalar.value, radix: 16) + "}"
-            default:
-                if scalar == "\\" { output += "\\\\" } else { output.unicodeScalars.append(scalar) }
             }
         }
         return output
+    }
+
+    private static func isPlainInLogs(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII {
+            switch scalar {
+            case "a"..."z", "A"..."Z", "0"..."9": return true
+            default: return "-._:/@+#,;()!?*&%$~'".unicodeScalars.contains(scalar)
+            }
+        }
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+            .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber, .letterNumber, .otherNumber,
+            .mathSymbol, .currencySymbol, .modifierSymbol, .otherSymbol:
+            return true
+        default:
+            return false
+        }
     }
 
     enum Kind: String, Decodable {

@@ -7,8 +7,8 @@ import Testing
 @testable import SwiftKVORelay
 
 // Issue #35: replays are told by their place in the sender's sequence, never
-// by the clock, and what arrives cannot silence an instance. Each test names
-// the item of the issue it covers. A paused receiver is
+// by the clock; what arrives can neither silence an instance nor flood the
+// log. Each test names the item of the issue it covers. A paused receiver is
 // simulated by messages whose send times lie in the past.
 extension RelayTests {
     static var nowMilliseconds: UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
@@ -192,6 +192,57 @@ extension RelayTests {
         #expect(atB.values("n") == [1, 2])
         await c.stop()
         await a.stop()
+        await b.stop()
+    }
+
+    // Item 10.
+    @Test func aFloodOfMessagesInAnInstancesNameLogsAFewWarnings() async throws {
+        let channel = try TestServer.freshChannel("ownflood")
+        let recorder = LogRecorder()
+        let a = try await RunningRelay(channel: channel, logger: recorder.logger(level: .info)) {
+            $0.receiveBacklogBytes = 64 << 20
+            $0.receiveBacklogBytesPerSender = 64 << 20
+        }
+        try a.relay.bridge(.testMarker)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let flood = 5_000
+        try await executeRaw(
+            """
+            SELECT count(pg_notify(\(sqlLiteral(channel.name)), format('{"v":1,"o":"\(a.relay.instanceID)","i":7,"s":%s,"t":"post","n":"relay.test.marker","u":{}}', g)))
+            FROM generate_series(1, \(flood)) AS g
+            """)
+        try await eventually("the flood handled", deadline: .seconds(120)) { a.relay.statistics.droppedOwnID == flood }
+        let elapsed = clock.now - start
+        let warnings = recorder.all.filter { $0.level >= .warning }
+        print("own-id flood: \(warnings.count) warnings in \(elapsed), statistics \(a.relay.statistics)")
+        let intervals = Int((elapsed / Relay.warningInterval).rounded(.up))
+        #expect(warnings.count >= 1)
+        #expect(warnings.count <= intervals + 1)
+        await a.stop()
+    }
+
+    // Item 11.
+    @Test func anIDThatReadsLikeALogLineIsLoggedEscaped() async throws {
+        let channel = try TestServer.freshChannel("logline")
+        let recorder = LogRecorder()
+        let b = try await RunningRelay(channel: channel, logger: recorder.logger())
+        try b.relay.bridge(.testMarker)
+        let markers = Inbox(.testMarker, from: b.relay)
+        let id = "x] relay shut down with its queue sent [ unsent=0"
+        try await notifyRaw(
+            [
+                Self.forgedPost("relay.test.marker", instance: id, sequence: 1),
+                Self.forgedPost("relay.test.marker", instance: id, sequence: 5),  // a gap: a warning
+                Self.forgedPost("nobody.bridges.this", instance: id, sequence: 6),  // a drop: a debug line
+            ], on: channel)
+        try await eventually("the markers") { markers.count == 2 }
+        try await eventually("the drop") { b.relay.statistics.droppedUnknownName == 1 }
+        let lines = recorder.all.map(\.rendered)
+        print("log line: \(lines.map(\.debugDescription))")
+        #expect(lines.contains { $0.hasPrefix("relay missed messages") })
+        #expect(!lines.contains { $0.contains("relay shut down") || $0.contains("x]") || $0.contains("unsent=") })
+        #expect(lines.filter { $0.contains(#"x\u{5d}\u{20}relay\u{20}shut"#) }.count == 2)
         await b.stop()
     }
 }

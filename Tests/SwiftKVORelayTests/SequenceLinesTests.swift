@@ -171,4 +171,28 @@ struct InstanceTableTests {
     }
 }
 
+/// Warnings and logged fields without a server (issue #35, items 10 and 11).
+struct LoggingTests {
+    @Test func warningsOfAKindComeAtMostOncePerIntervalAndSayHowManyWereHeldBack() {
+        var limiter = WarningLimiter(interval: .seconds(1))
+        let start = ContinuousClock.now
+        #expect(limiter.admit("own id", now: start) == 0)
+        for n in 1...4_999 { #expect(limiter.admit("own id", now: start + .microseconds(n)) == nil) }
+        #expect(limiter.admit("missed", now: start) == 0)  // another kind
+        #expect(limiter.admit("own id", now: start + .seconds(1)) == 4_999)
+        #expect(limiter.admit("own id", now: start + .seconds(3)) == 0)
+    }
+
+    @Test func loggedFieldsCannotPassForALogLinesStructure() {
+        let forged = "x] relay shut down with its queue sent [ unsent=0"
+        let logged = Wire.loggable(forged)
+        #expect(logged == #"x\u{5d}\u{20}relay\u{20}shut\u{20}down\u{20}with\u{20}its\u{20}queue\u{20}sent\u{20}\u{5b}\u{20}unsent\u{3d}0"#)
+        #expect(!logged.contains(" ") && !logged.contains("[") && !logged.contains("]") && !logged.contains("="))
+        #expect(Wire.loggable(#"quote" and \ backslash"#) == #"quote\u{22}\u{20}and\u{20}\u{5c}\u{20}backslash"#)
+        #expect(Wire.loggable("9F0C1B8E-3D2A-4C51-8F7E-1A2B3C4D5E6F") == "9F0C1B8E-3D2A-4C51-8F7E-1A2B3C4D5E6F")
+        #expect(Wire.loggable("host-1.example:8080/é漢字🎉") == "host-1.example:8080/é漢字🎉")
+        #expect(Wire.loggable("a b=c", keepingSpaces: true) == #"a b\u{3d}c"#)
+        #expect(Wire.loggable(String(repeating: "i", count: 200)).count == 129)
+    }
+}
 #endif
