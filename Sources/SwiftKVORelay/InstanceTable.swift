@@ -69,6 +69,12 @@ struct InstanceTable {
         set { entries[index] = newValue }
     }
 
+    /// Runs `body` on entry `index`'s lines in place (copying the entry out
+    /// and back would copy its lines too).
+    mutating func withLines<Result>(_ index: Int, _ body: (inout SequenceLines) -> Result) -> Result {
+        body(&entries[index].lines)
+    }
+
     /// Marks entry `index` heard `now`: it becomes the most recently heard
     /// regular (a stranger no more).
     mutating func touch(_ index: Int, now: ContinuousClock.Instant) {

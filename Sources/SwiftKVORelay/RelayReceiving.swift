@@ -283,7 +283,8 @@ extension Relay {
             guard let forgotten else { return true }
             let wallNow = wallClockMicroseconds() / 1000
             let heard = wallNow - min(wallNow, milliseconds(now - forgotten))
-            return sent > heard &+ skew
+            let (limit, overflow) = heard.addingReportingOverflow(skew)
+            return !overflow && sent > limit
         }
         guard let index = state.instances.index(of: instance) else {
             guard validated else { return .ignored }
@@ -292,28 +293,26 @@ extension Relay {
             guard state.instances.insert(instance, lines: lines, now: now) != nil else { return .refused }
             return .new(nil, conflict: false)
         }
-        var entry = state.instances[index]
-        let verdict = entry.lines.judge(
-            incarnation: envelope.i, sequence: envelope.s, validated: validated,
-            bound: configuration.maximumSequenceJump, tolerance: 2 * skew, mayStartLine: mayStartLine)
+        let verdict = state.instances.withLines(index) { lines in
+            lines.judge(
+                incarnation: envelope.i, sequence: envelope.s, validated: validated,
+                bound: configuration.maximumSequenceJump, tolerance: skew > .max / 2 ? .max : 2 * skew,
+                mayStartLine: mayStartLine)
+        }
         let missed: Int
         let restarted: Bool
         let conflict: Bool
         switch verdict {
-        case .duplicate:
-            state.instances[index] = entry
-            return .duplicate
-        case .replayed, .refused:
-            state.instances[index] = entry
-            return .replayed
-        case .ignored:
-            return .ignored
+        case .duplicate: return .duplicate
+        case .replayed, .refused: return .replayed
+        case .ignored: return .ignored
         case .accepted(let gap, let started, let continued):
             missed = Int(clamping: gap)  // at most the bound
             restarted = started || continued
             conflict = continued
         }
         if conflict { state.statistics.incarnationConflicts.addSaturating(1) }
+        var entry = state.instances[index]
         var report: Report?
         if missed > 0 || restarted {
             state.statistics.missed.addSaturating(missed)

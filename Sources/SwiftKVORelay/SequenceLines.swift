@@ -94,8 +94,15 @@ struct SequenceLines {
         mayStartLine: () -> Bool
     ) -> Verdict {
         tick &+= 1
-        let own = lines.indices.filter { lines[$0].incarnation == incarnation }
-        guard !own.isEmpty else {
+        // The incarnation's highest line and when it was last heard (no
+        // allocation: this runs for every message).
+        var top = -1
+        var lastHeard: UInt64 = 0
+        for index in lines.indices where lines[index].incarnation == incarnation {
+            if top < 0 || lines[index].high > lines[top].high { top = index }
+            lastHeard = max(lastHeard, lines[index].heard)
+        }
+        guard top >= 0 else {
             if retired.contains(incarnation) { return .replayed }
             if let floor, incarnation <= floor { return .replayed }
             if let latest = lines.max(by: { $0.started < $1.started }),
@@ -109,28 +116,28 @@ struct SequenceLines {
             start(Line(incarnation: incarnation, low: sequence, high: sequence, started: tick, heard: tick))
             return .accepted(missed: 0, restarted: true, conflict: false)
         }
-        let highest = own.map { lines[$0].high }.max()!
-        let lastHeard = own.map { lines[$0].heard }.max()!
+        let highest = lines[top].high
         if lines.contains(where: { $0.incarnation != incarnation && $0.started > lastHeard }) {
             // Superseded: only the message right after the highest is a sign of life.
-            guard let line = own.first(where: { lines[$0].high == highest }), sequence > highest else {
-                return .duplicate
-            }
-            lines[line].high = sequence
+            guard sequence > highest else { return .duplicate }
+            lines[top].high = sequence
             guard sequence == highest + 1 else { return .replayed }
-            lines[line].heard = tick
+            lines[top].heard = tick
             return .accepted(missed: 0, restarted: false, conflict: true)
         }
-        // The line this continues: the highest below it, if no other line of
-        // the incarnation starts in between and it is within the bound.
-        if let line = own.filter({ lines[$0].high < sequence }).max(by: { lines[$0].high < lines[$1].high }),
-            sequence - lines[line].high <= bound,
-            !own.contains(where: { lines[$0].low > lines[line].high && lines[$0].low <= sequence })
-        {
-            let missed = sequence - lines[line].high - 1
-            lines[line].high = sequence
-            lines[line].heard = tick
-            return .accepted(missed: missed, restarted: false, conflict: false)
+        // The line this continues: the highest below it, if it is within the
+        // bound and no other line of the incarnation starts in between.
+        var below = -1
+        for index in lines.indices where lines[index].incarnation == incarnation && lines[index].high < sequence {
+            if below < 0 || lines[index].high > lines[below].high { below = index }
+        }
+        if below >= 0, sequence - lines[below].high <= bound {
+            let from = lines[below].high
+            if !lines.contains(where: { $0.incarnation == incarnation && $0.low > from && $0.low <= sequence }) {
+                lines[below].high = sequence
+                lines[below].heard = tick
+                return .accepted(missed: sequence - from - 1, restarted: false, conflict: false)
+            }
         }
         if sequence <= highest { return .duplicate }
         // Beyond every line of the incarnation by more than the bound.

@@ -1,4 +1,5 @@
 #if Relay
+import Logging
 import Testing
 
 @testable import SwiftKVORelay
@@ -168,6 +169,49 @@ struct InstanceTableTests {
         #expect(table.insert("c", lines: Self.lines(), now: start + .seconds(61)) != nil)
         #expect(table.index(of: "a") == nil)
         #expect(table.forgottenHeard == start)
+    }
+}
+
+/// A transport that never connects: for tests of the receive path alone.
+struct SilentTransport: RelayTransport {
+    var maximumPayloadBytes: Int { 7999 }
+    func run(
+        channel: RelayChannel, logger: Logger, connected: @escaping @Sendable (any RelayPublisher) -> Void,
+        receive: @escaping @Sendable (String) -> Void
+    ) async throws {
+        try await Task.sleep(for: .seconds(1_000_000))
+    }
+}
+
+/// What time still decides, signed: whether an id no longer tracked may start again.
+struct ForgottenInstanceTests {
+    @Test func signedAMessageSentBeforeAForgottenInstanceWasLastHeardIsAReplayAndAFreshOneIsNot() throws {
+        var configuration = RelayConfiguration(transport: SilentTransport(), instanceID: "self")
+        configuration.signing = RelaySigning(current: try RelaySigningKey(id: "k", secret: [UInt8](repeating: 1, count: 32)))
+        var state = Relay.State(instances: InstanceTable(capacity: 2, idleTimeout: .seconds(61), admitsBusy: false))
+        let now = ContinuousClock.now
+        let wall = Relay.wallClockMicroseconds() / 1000
+        let incarnation = Incarnation.make(wallClockMilliseconds: wall - 120_000)
+        func track(_ id: String, sentAt sent: UInt64, at instant: ContinuousClock.Instant) -> String {
+            let envelope = Wire.Envelope(v: 1, o: id, i: incarnation, s: 1, w: sent, t: .post, n: "x")
+            switch Relay.track(envelope, validated: true, now: instant, in: &state, configuration: configuration) {
+            case .new: return "new"
+            case .duplicate: return "duplicate"
+            case .replayed: return "replayed"
+            case .refused: return "refused"
+            case .ignored: return "ignored"
+            }
+        }
+        // a and z heard two minutes ago, then silent; b's message forgets a.
+        #expect(track("a", sentAt: wall - 120_000, at: now - .seconds(120)) == "new")
+        #expect(track("z", sentAt: wall - 120_000, at: now - .seconds(120)) == "new")
+        #expect(track("b", sentAt: wall, at: now) == "new")
+        #expect(state.instances.index(of: "a") == nil)
+        // a's message again: sent before a was last heard (plus the skew), so possibly seen.
+        #expect(track("a", sentAt: wall - 120_000, at: now) == "replayed")
+        #expect(track("a", sentAt: wall - 120_000 + 30_000, at: now) == "replayed")
+        // Sent since (a restarted, or a new instance with a's id): heard.
+        #expect(track("a", sentAt: wall - 1_000, at: now) == "new")
     }
 }
 
