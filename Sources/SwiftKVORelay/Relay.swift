@@ -310,7 +310,11 @@ public final class Relay: Sendable {
         } catch {
             state.withLock { $0.statistics.notSent += 1 }
             configuration.logger.warning(
-                "relay did not send a post", metadata: ["name": "\(Wire.loggable(note.name.rawValue))", "error": "\(Wire.loggable("\(error)", limit: 1024, keepingSpaces: true))"])
+                "relay did not send a post",
+                metadata: [
+                    "name": "\(Wire.loggable(note.name.rawValue))",
+                    "error": "\(Wire.loggableError("\(error)"))",
+                ])
         }
     }
 
@@ -400,7 +404,8 @@ public final class Relay: Sendable {
             } catch {
                 if !Task.isCancelled {
                     logger.warning(
-                        "relay connection ended", metadata: ["error": "\(Wire.loggable(RelayErrorDescription.describe(error), limit: 1024, keepingSpaces: true))"])
+                        "relay connection ended",
+                        metadata: ["error": "\(Wire.loggableError(RelayErrorDescription.describe(error)))"])
                 }
             }
             publishFailed.finish()

@@ -118,7 +118,7 @@ extension Relay {
         case .new(let report, let conflict):
             if conflict {
                 warn(
-                    "relay heard an instance go on with an incarnation after hearing a newer one: a forged incarnation, or two relays with one id",
+                    "relay heard an instance go on with an incarnation after a newer one: forged, or two relays share its id",
                     metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
             }
             if let report { resynchronize(report) }
@@ -339,7 +339,8 @@ extension Relay {
         let (seconds, attoseconds) = duration.components
         guard seconds >= 0 else { return 0 }
         let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1000)
-        return overflow ? .max : whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000_000_000)).partialValue
+        let (sum, over) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000_000_000))
+        return overflow || over ? .max : sum
     }
 }
 #endif

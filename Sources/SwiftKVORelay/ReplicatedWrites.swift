@@ -179,7 +179,11 @@ extension Relay {
             } catch {
                 state.withLock { $0.statistics.notSent += 1 }
                 configuration.logger.warning(
-                    "relay did not send a property value", metadata: ["name": "\(Wire.loggable(name))", "error": "\(Wire.loggable("\(error)", limit: 1024, keepingSpaces: true))"])
+                    "relay did not send a property value",
+                    metadata: [
+                        "name": "\(Wire.loggable(name))",
+                        "error": "\(Wire.loggableError("\(error)"))",
+                    ])
             }
         }
     }

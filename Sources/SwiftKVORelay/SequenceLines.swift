@@ -105,9 +105,9 @@ struct SequenceLines {
         guard top >= 0 else {
             if retired.contains(incarnation) { return .replayed }
             if let floor, incarnation <= floor { return .replayed }
+            let started = Incarnation.milliseconds(incarnation)
             if let latest = lines.max(by: { $0.started < $1.started }),
-                Incarnation.milliseconds(incarnation) &+ min(tolerance, .max - Incarnation.milliseconds(incarnation))
-                    < Incarnation.milliseconds(latest.incarnation)
+                started &+ min(tolerance, .max - started) < Incarnation.milliseconds(latest.incarnation)
             {
                 return .replayed
             }

@@ -80,6 +80,12 @@ enum Wire {
         return output
     }
 
+    /// An error's description as a log metadata value: ``loggable(_:limit:keepingSpaces:)``
+    /// keeping spaces, up to 1024 characters.
+    static func loggableError(_ description: String) -> String {
+        loggable(description, limit: 1024, keepingSpaces: true)
+    }
+
     private static func isPlainInLogs(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.isASCII {
             switch scalar {

@@ -203,7 +203,9 @@ var nowMilliseconds: UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
         #""o":"# + quoted(id), #""s":"# + (random.chance(95) ? String(sequence) : number()),
         #""v":"# + (random.chance(95) ? "1" : number()),
     ]
-    if random.chance(70) { members.append(#""i":"# + (random.chance(90) ? String(incarnation(for: id)) : number())) }
+    if random.chance(70) {
+        members.append(#""i":"# + (random.chance(90) ? String(incarnation(for: id)) : number()))
+    }
     if random.chance(50) {
         let now = nowMilliseconds
         let sent = random.pick([now, now, now, now, now - 65_000, now - 20_000, now + 29_000])

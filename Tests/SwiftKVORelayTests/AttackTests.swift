@@ -87,7 +87,8 @@ extension RelayTests {
         let (id, incarnation) = (a.relay.instanceID, a.relay.incarnation)
         try await notifyRaw(
             [
-                Self.forgedPost("nobody.bridges.this", instance: id, incarnation: incarnation, sequence: 1_000_000_000_000),
+                Self.forgedPost(
+                    "nobody.bridges.this", instance: id, incarnation: incarnation, sequence: 1_000_000_000_000),
                 Self.forgedPost(
                     "relay.test.event", instance: id, incarnation: incarnation, sequence: 1_000_000_000_001,
                     userInfo: #"{"n":99}"#),

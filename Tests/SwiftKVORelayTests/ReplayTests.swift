@@ -16,11 +16,13 @@ extension RelayTests {
     /// A signed post of `relay.test.event` as a key holder would write it,
     /// with any incarnation and send time.
     static func signedPost(
-        _ signing: RelaySigning, instance: String, incarnation: UInt64, sequence: UInt64, sentAt sent: UInt64, n: Int
+        _ signing: RelaySigning, instance: String, incarnation: UInt64, sequence: UInt64, sentAt sent: UInt64,
+        n: Int
     ) throws -> String {
         let body = try Wire.postBody(name: NotificationHub.Name.testEvent.rawValue, userInfo: ["n": n])
         return signing.sign(
-            Wire.prefix(instance: instance, incarnation: incarnation) + String(sequence) + #","w":"# + String(sent) + body)
+            Wire.prefix(instance: instance, incarnation: incarnation) + String(sequence) + #","w":"# + String(sent)
+                + body)
     }
 
     // Item 1.
@@ -84,7 +86,7 @@ extension RelayTests {
         #expect(statistics.dropped == 0)
         // Not silent: the conflict is counted, warned about and reported.
         #expect(statistics.incarnationConflicts == 1)
-        #expect(warnings.contains { $0.contains("incarnation after hearing a newer one") })
+        #expect(warnings.contains { $0.contains("with an incarnation after a newer one") })
         #expect(statistics.resynchronizations + statistics.resynchronizationsCoalesced == 2)
         await a.stop()
         await b.stop()
@@ -118,7 +120,10 @@ extension RelayTests {
         print("slow clock: b received \(atB.values("n")), statistics \(b.relay.statistics)")
         #expect(atB.values("n") == Array(1...6))
         #expect(b.relay.statistics.dropped == 0)
-        #expect(resyncs.all.contains { $0.userInfo["reason"] as? String == "restarted" && $0.userInfo["instance"] as? String == "fixed" })
+        #expect(
+            resyncs.all.contains {
+                $0.userInfo["reason"] as? String == "restarted" && $0.userInfo["instance"] as? String == "fixed"
+            })
         await b.stop()
     }
 
@@ -132,7 +137,8 @@ extension RelayTests {
         let incarnation = Incarnation.make(wallClockMilliseconds: Self.nowMilliseconds - 70_000)
         func post(_ sequence: UInt64, sentAt sent: UInt64) throws -> String {
             try Self.signedPost(
-                signing, instance: "paused-a", incarnation: incarnation, sequence: sequence, sentAt: sent, n: Int(sequence))
+                signing, instance: "paused-a", incarnation: incarnation, sequence: sequence, sentAt: sent,
+                n: Int(sequence))
         }
         try await notifyRaw([try post(1, sentAt: Self.nowMilliseconds)], on: channel)
         try await eventually("a's first post") { atB.count == 1 }

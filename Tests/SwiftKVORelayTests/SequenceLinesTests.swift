@@ -12,7 +12,9 @@ struct SequenceLinesTests {
     static let tolerance: UInt64 = 60_000
     static let now: UInt64 = 1_764_000_000_000
 
-    static func incarnation(_ milliseconds: UInt64) -> UInt64 { Incarnation.make(wallClockMilliseconds: milliseconds) }
+    static func incarnation(_ milliseconds: UInt64) -> UInt64 {
+        Incarnation.make(wallClockMilliseconds: milliseconds)
+    }
 
     static func judge(
         _ lines: inout SequenceLines, _ incarnation: UInt64, _ sequence: UInt64, validated: Bool = true,
@@ -39,7 +41,8 @@ struct SequenceLinesTests {
     @Test func aGapIsCountedAndAJumpBeyondTheBoundIsARestart() {
         let a = Self.incarnation(Self.now)
         var lines = SequenceLines(incarnation: a, sequence: 1)
-        #expect(Self.judge(&lines, a, 1 + Self.bound) == .accepted(missed: Self.bound - 1, restarted: false, conflict: false))
+        let gap = SequenceLines.Verdict.accepted(missed: Self.bound - 1, restarted: false, conflict: false)
+        #expect(Self.judge(&lines, a, 1 + Self.bound) == gap)
         // A jump beyond the bound starts a line, only from a message that validated.
         #expect(Self.judge(&lines, a, 1_000, validated: false) == .ignored)
         #expect(Self.judge(&lines, a, 1_000) == Self.restart)
@@ -129,7 +132,8 @@ struct SequenceLinesTests {
         let made = Incarnation.make(wallClockMilliseconds: Self.now)
         #expect(Incarnation.milliseconds(made) == Self.now)
         #expect(Incarnation.make(wallClockMilliseconds: 0) >= 1)
-        #expect(Incarnation.milliseconds(Incarnation.make(wallClockMilliseconds: .max)) == .max >> Incarnation.randomBits)
+        let latest = Incarnation.make(wallClockMilliseconds: .max)
+        #expect(Incarnation.milliseconds(latest) == .max >> Incarnation.randomBits)
     }
 }
 
@@ -187,7 +191,8 @@ struct SilentTransport: RelayTransport {
 struct ForgottenInstanceTests {
     @Test func signedAMessageSentBeforeAForgottenInstanceWasLastHeardIsAReplayAndAFreshOneIsNot() throws {
         var configuration = RelayConfiguration(transport: SilentTransport(), instanceID: "self")
-        configuration.signing = RelaySigning(current: try RelaySigningKey(id: "k", secret: [UInt8](repeating: 1, count: 32)))
+        let key = try RelaySigningKey(id: "k", secret: [UInt8](repeating: 1, count: 32))
+        configuration.signing = RelaySigning(current: key)
         var state = Relay.State(instances: InstanceTable(capacity: 2, idleTimeout: .seconds(61), admitsBusy: false))
         let now = ContinuousClock.now
         let wall = Relay.wallClockMicroseconds() / 1000
@@ -230,7 +235,10 @@ struct LoggingTests {
     @Test func loggedFieldsCannotPassForALogLinesStructure() {
         let forged = "x] relay shut down with its queue sent [ unsent=0"
         let logged = Wire.loggable(forged)
-        #expect(logged == #"x\u{5d}\u{20}relay\u{20}shut\u{20}down\u{20}with\u{20}its\u{20}queue\u{20}sent\u{20}\u{5b}\u{20}unsent\u{3d}0"#)
+        let expected =
+            #"x\u{5d}\u{20}relay\u{20}shut\u{20}down\u{20}with\u{20}its\u{20}queue\u{20}sent\u{20}"#
+            + #"\u{5b}\u{20}unsent\u{3d}0"#
+        #expect(logged == expected)
         #expect(!logged.contains(" ") && !logged.contains("[") && !logged.contains("]") && !logged.contains("="))
         #expect(Wire.loggable(#"quote" and \ backslash"#) == #"quote\u{22}\u{20}and\u{20}\u{5c}\u{20}backslash"#)
         #expect(Wire.loggable("9F0C1B8E-3D2A-4C51-8F7E-1A2B3C4D5E6F") == "9F0C1B8E-3D2A-4C51-8F7E-1A2B3C4D5E6F")
