@@ -293,11 +293,12 @@ extension Relay {
             guard state.instances.insert(instance, lines: lines, now: now) != nil else { return .refused }
             return .new(nil, conflict: false)
         }
+        let plausible = { Incarnation.plausible(wallClockMilliseconds: wallClockMicroseconds() / 1000, skew: skew) }
         let verdict = state.instances.withLines(index) { lines in
             lines.judge(
                 incarnation: envelope.i, sequence: envelope.s, validated: validated,
                 bound: configuration.maximumSequenceJump, tolerance: skew > .max / 2 ? .max : 2 * skew,
-                mayStartLine: mayStartLine)
+                plausible: plausible, mayStartLine: mayStartLine)
         }
         let missed: Int
         let restarted: Bool

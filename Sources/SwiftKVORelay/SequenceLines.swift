@@ -8,7 +8,7 @@
 /// the range of sequence numbers heard on it. Usually there is one; a
 /// restart adds a line of the new incarnation, and a jump beyond
 /// ``RelayConfiguration/maximumSequenceJump`` a second line of the same one.
-/// The rules (``judge(incarnation:sequence:validated:bound:tolerance:mayStartLine:)``):
+/// The rules (``judge(incarnation:sequence:validated:bound:tolerance:plausible:mayStartLine:)``):
 ///
 /// - **Duplicates.** A sequence number at or below the highest heard of its
 ///   incarnation is a copy of a message already seen (or passed over), however
@@ -22,7 +22,11 @@
 ///   ordering: incarnations are made from the sender's start time
 ///   (``Incarnation``), so one more than `tolerance` milliseconds older is a
 ///   replay of an earlier run, dropped. Older by less is a restart on a host
-///   whose clock is behind (within the allowed skew): accepted.
+///   whose clock is behind (within the allowed skew): accepted. Incarnations
+///   whose start time is not `plausible` — made by relays of earlier versions,
+///   which were random, or forged far ahead — are not ordered: a new one
+///   after such is a restart, so neither an upgrade nor a forged incarnation
+///   at the end of time makes later restarts look older.
 /// - **Superseded incarnations.** Once a line of another incarnation started
 ///   after an incarnation was last heard, that incarnation is superseded: its
 ///   messages are dropped as replays — except one that directly follows the
@@ -37,7 +41,8 @@
 /// numbers stay covered by the lines left of the same incarnation, or its
 /// incarnation is remembered as retired and its messages are dropped: the
 /// last ``retiredCapacity`` exactly, earlier ones as a floor at or below
-/// which every incarnation is taken for a replay.
+/// which every incarnation of the same region of start times (before, within
+/// or after the plausible ones) is taken for a replay.
 struct SequenceLines {
     struct Line {
         var incarnation: UInt64
@@ -53,8 +58,11 @@ struct SequenceLines {
 
     private(set) var lines: [Line]
     private(set) var retired: [UInt64] = []
-    /// The greatest incarnation that fell out of `retired`, if any.
-    private(set) var floor: UInt64?
+    /// Per region of start times — before, within and after the plausible
+    /// ones (``Incarnation/plausible(wallClockMilliseconds:skew:)``) — the
+    /// greatest incarnation that fell out of `retired`, if any: incarnations
+    /// are ordered only within a region.
+    private(set) var floors: [Incarnation.Region: UInt64] = [:]
     /// Counts the messages judged: orders starts and hearings.
     private var tick: UInt64 = 1
 
@@ -88,10 +96,12 @@ struct SequenceLines {
     ///   - bound: ``RelayConfiguration/maximumSequenceJump``.
     ///   - tolerance: How much older (in ``Incarnation`` milliseconds) a new
     ///     incarnation may be than the latest line's and still be a restart.
+    ///   - plausible: The start times a relay of this version can have made
+    ///     (asked only for a new incarnation): others are not ordered.
     ///   - mayStartLine: Asked before a line of a new incarnation starts.
     mutating func judge(
         incarnation: UInt64, sequence: UInt64, validated: Bool, bound: UInt64, tolerance: UInt64,
-        mayStartLine: () -> Bool
+        plausible: () -> ClosedRange<UInt64>, mayStartLine: () -> Bool
     ) -> Verdict {
         tick &+= 1
         // The incarnation's highest line and when it was last heard (no
@@ -104,16 +114,21 @@ struct SequenceLines {
         }
         guard top >= 0 else {
             if retired.contains(incarnation) { return .replayed }
-            if let floor, incarnation <= floor { return .replayed }
+            let range = plausible()
             let started = Incarnation.milliseconds(incarnation)
-            if let latest = lines.max(by: { $0.started < $1.started }),
-                started &+ min(tolerance, .max - started) < Incarnation.milliseconds(latest.incarnation)
-            {
-                return .replayed
+            let region = Incarnation.Region(incarnation, plausible: range)
+            if let floor = floors[region], incarnation <= floor { return .replayed }
+            if region == .within {
+                if let latest = lines.max(by: { $0.started < $1.started }),
+                    case let latestStart = Incarnation.milliseconds(latest.incarnation), range.contains(latestStart),
+                    started &+ min(tolerance, .max - started) < latestStart
+                {
+                    return .replayed
+                }
             }
             guard validated else { return .ignored }
             guard mayStartLine() else { return .refused }
-            start(Line(incarnation: incarnation, low: sequence, high: sequence, started: tick, heard: tick))
+            start(Line(incarnation: incarnation, low: sequence, high: sequence, started: tick, heard: tick), range)
             return .accepted(missed: 0, restarted: true, conflict: false)
         }
         let highest = lines[top].high
@@ -142,12 +157,13 @@ struct SequenceLines {
         if sequence <= highest { return .duplicate }
         // Beyond every line of the incarnation by more than the bound.
         guard validated else { return .ignored }
-        start(Line(incarnation: incarnation, low: sequence, high: sequence, started: tick, heard: tick))
+        start(Line(incarnation: incarnation, low: sequence, high: sequence, started: tick, heard: tick), plausible())
         return .accepted(missed: 0, restarted: true, conflict: false)
     }
 
-    /// Adds `line`, first forgetting the oldest incarnation's lowest line if full.
-    private mutating func start(_ line: Line) {
+    /// Adds `line`, first forgetting the oldest incarnation's lowest line if
+    /// full (`plausible`: as for ``judge(incarnation:sequence:validated:bound:tolerance:plausible:mayStartLine:)``).
+    private mutating func start(_ line: Line, _ plausible: ClosedRange<UInt64>) {
         if lines.count >= Self.capacity {
             let oldest = lines.indices.min {
                 (Incarnation.milliseconds(lines[$0].incarnation), lines[$0].incarnation, lines[$0].low)
@@ -157,7 +173,8 @@ struct SequenceLines {
             if !lines.contains(where: { $0.incarnation == forgotten.incarnation }) {
                 if retired.count >= Self.retiredCapacity {
                     let fallen = retired.removeFirst()
-                    floor = max(floor ?? fallen, fallen)
+                    let region = Incarnation.Region(fallen, plausible: plausible)
+                    floors[region] = max(floors[region] ?? fallen, fallen)
                 }
                 retired.append(forgotten.incarnation)
             }
@@ -182,5 +199,27 @@ enum Incarnation {
 
     /// The start time `incarnation` carries (meaningless for one made otherwise).
     static func milliseconds(_ incarnation: UInt64) -> UInt64 { incarnation >> randomBits }
+
+    /// Where an incarnation's start time lies from the plausible ones.
+    enum Region: Hashable {
+        case before, within, after
+
+        init(_ incarnation: UInt64, plausible: ClosedRange<UInt64>) {
+            let started = milliseconds(incarnation)
+            self = started < plausible.lowerBound ? .before : started > plausible.upperBound ? .after : .within
+        }
+    }
+
+    /// 2020-01-01, before any relay made incarnations this way.
+    static let earliest: UInt64 = 1_577_836_800_000
+
+    /// The start times a relay making incarnations this way can have, seen
+    /// from a clock at `wallClockMilliseconds` with `skew` allowed: from
+    /// ``earliest`` to the clock plus the skew. (Relays of earlier versions
+    /// made random incarnations, nearly all outside.)
+    static func plausible(wallClockMilliseconds now: UInt64, skew: UInt64) -> ClosedRange<UInt64> {
+        let (latest, overflow) = now.addingReportingOverflow(skew)
+        return earliest...max(earliest, overflow ? .max : latest)
+    }
 }
 #endif

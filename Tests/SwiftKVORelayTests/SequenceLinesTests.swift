@@ -22,6 +22,7 @@ struct SequenceLinesTests {
     ) -> SequenceLines.Verdict {
         lines.judge(
             incarnation: incarnation, sequence: sequence, validated: validated, bound: bound, tolerance: tolerance,
+            plausible: { Incarnation.plausible(wallClockMilliseconds: now, skew: tolerance / 2) },
             mayStartLine: { mayStartLine })
     }
 
@@ -101,6 +102,22 @@ struct SequenceLinesTests {
         #expect(Self.judge(&lines, real, 2) == .duplicate)
     }
 
+    @Test func incarnationsOfEarlierVersionsOrForgedFarAheadAreNotOrdered() {
+        // Relays of earlier versions made random incarnations: a restart is a restart.
+        let random: UInt64 = 0xF000_0000_0000_0001  // a start time in the next century
+        var lines = SequenceLines(incarnation: random, sequence: 1)
+        let upgraded = Self.incarnation(Self.now)
+        #expect(Self.judge(&lines, upgraded, 1) == Self.restart)
+        let before2020: UInt64 = 12_345
+        #expect(Self.judge(&lines, before2020, 1) == Self.restart)
+        // One forged at the end of time does not make the next restart older.
+        let forged = UInt64.max
+        #expect(Self.judge(&lines, forged, 1) == Self.restart)
+        #expect(Self.judge(&lines, Self.incarnation(Self.now + 1_000), 1) == Self.restart)
+        // Between plausible incarnations, the order holds.
+        #expect(Self.judge(&lines, Self.incarnation(Self.now - Self.tolerance - 1), 1) == .replayed)
+    }
+
     @Test func aSignedLineStartsOnlyIfAllowedAndOnlyFromAValidatedMessage() {
         let first = Self.incarnation(Self.now)
         var lines = SequenceLines(incarnation: first, sequence: 1)
@@ -126,6 +143,18 @@ struct SequenceLinesTests {
             #expect(Self.judge(&lines, old, 3) == .replayed)
         }
         #expect(Self.judge(&lines, incarnations.last!, 3) == Self.new)
+    }
+
+    @Test func forgottenIncarnationsOfEarlierVersionsStayReplaysToo() {
+        // Incarnations no relay of this version makes (absent: 0, or small), one after another.
+        var lines = SequenceLines(incarnation: 0, sequence: 1)
+        for incarnation in 1...20 as ClosedRange<UInt64> {
+            #expect(Self.judge(&lines, incarnation, 1) == Self.restart)
+        }
+        for old in 0...(20 - UInt64(SequenceLines.capacity)) {
+            #expect(Self.judge(&lines, old, 1) == .replayed, "\(old)")
+        }
+        #expect(Self.judge(&lines, 20, 2) == Self.new)
     }
 
     @Test func incarnationsCarryTheirStartAndAreNeverZero() {
