@@ -37,12 +37,16 @@
 ///   seen, or it is the message that was not, delivered late.)
 ///
 /// Bounded and O(``capacity`` + ``retiredCapacity``) per message. When a line
-/// is forgotten to make room (the oldest incarnation's lowest line), its
-/// numbers stay covered by the lines left of the same incarnation, or its
-/// incarnation is remembered as retired and its messages are dropped: the
-/// last ``retiredCapacity`` exactly, earlier ones as a floor at or below
-/// which every incarnation of the same region of start times (before, within
-/// or after the plausible ones) is taken for a replay.
+/// is forgotten to make room (one of an incarnation that is not plausible
+/// first, else the oldest incarnation's, its lowest line), its numbers stay
+/// covered by the lines left of the same incarnation, or its incarnation is
+/// retired with the highest number heard: the last ``retiredCapacity``
+/// exactly — a message of one is a duplicate at or below that number, a
+/// replay above it, except the one directly after it, which takes the
+/// incarnation back as a line and is reported as a conflict (so lines forged
+/// to crowd out an instance's do not silence it either) — and earlier ones as
+/// a floor at or below which every incarnation of the same region of start
+/// times (before, within or after the plausible ones) is taken for a replay.
 struct SequenceLines {
     struct Line {
         var incarnation: UInt64
@@ -57,7 +61,7 @@ struct SequenceLines {
     static let retiredCapacity = 8
 
     private(set) var lines: [Line]
-    private(set) var retired: [UInt64] = []
+    private(set) var retired: [(incarnation: UInt64, high: UInt64)] = []
     /// Per region of start times — before, within and after the plausible
     /// ones (``Incarnation/plausible(wallClockMilliseconds:skew:)``) — the
     /// greatest incarnation that fell out of `retired`, if any: incarnations
@@ -113,7 +117,18 @@ struct SequenceLines {
             lastHeard = max(lastHeard, lines[index].heard)
         }
         guard top >= 0 else {
-            if retired.contains(incarnation) { return .replayed }
+            if let index = retired.firstIndex(where: { $0.incarnation == incarnation }) {
+                let high = retired[index].high
+                guard sequence > high else { return .duplicate }
+                guard validated else { return .ignored }
+                retired[index].high = sequence
+                guard sequence == high + 1 else { return .replayed }
+                // Alive after all: back as a line, not as the latest started.
+                retired.remove(at: index)
+                let line = Line(incarnation: incarnation, low: sequence, high: sequence, started: 0, heard: tick)
+                start(line, plausible())
+                return .accepted(missed: 0, restarted: false, conflict: true)
+            }
             let range = plausible()
             let started = Incarnation.milliseconds(incarnation)
             let region = Incarnation.Region(incarnation, plausible: range)
@@ -165,18 +180,19 @@ struct SequenceLines {
     /// full (`plausible`: as for ``judge(incarnation:sequence:validated:bound:tolerance:plausible:mayStartLine:)``).
     private mutating func start(_ line: Line, _ plausible: ClosedRange<UInt64>) {
         if lines.count >= Self.capacity {
-            let oldest = lines.indices.min {
-                (Incarnation.milliseconds(lines[$0].incarnation), lines[$0].incarnation, lines[$0].low)
-                    < (Incarnation.milliseconds(lines[$1].incarnation), lines[$1].incarnation, lines[$1].low)
-            }!
+            func order(_ line: Line) -> (Int, UInt64, UInt64, UInt64) {
+                let within = Incarnation.Region(line.incarnation, plausible: plausible) == .within
+                return (within ? 1 : 0, Incarnation.milliseconds(line.incarnation), line.incarnation, line.low)
+            }
+            let oldest = lines.indices.min { order(lines[$0]) < order(lines[$1]) }!
             let forgotten = lines.remove(at: oldest)
             if !lines.contains(where: { $0.incarnation == forgotten.incarnation }) {
                 if retired.count >= Self.retiredCapacity {
-                    let fallen = retired.removeFirst()
+                    let fallen = retired.removeFirst().incarnation
                     let region = Incarnation.Region(fallen, plausible: plausible)
                     floors[region] = max(floors[region] ?? fallen, fallen)
                 }
-                retired.append(forgotten.incarnation)
+                retired.append((forgotten.incarnation, forgotten.high))
             }
         }
         lines.append(line)

@@ -118,6 +118,20 @@ struct SequenceLinesTests {
         #expect(Self.judge(&lines, Self.incarnation(Self.now - Self.tolerance - 1), 1) == .replayed)
     }
 
+    @Test func linesForgedToCrowdOutAnInstanceDoNotSilenceIt() {
+        let real = Self.incarnation(Self.now)
+        var lines = SequenceLines(incarnation: real, sequence: 1)
+        _ = Self.judge(&lines, real, 2)
+        for forged in 1...UInt64(SequenceLines.capacity) {
+            #expect(Self.judge(&lines, Self.incarnation(Self.now + 5_000 * forged), 1) == Self.restart)
+        }
+        #expect(!lines.lines.contains { $0.incarnation == real })
+        #expect(Self.judge(&lines, real, 2) == .duplicate)
+        #expect(Self.judge(&lines, real, 3) == .accepted(missed: 0, restarted: false, conflict: true))
+        #expect(Self.judge(&lines, real, 4) == Self.new)
+        #expect(Self.judge(&lines, real, 3) == .duplicate)
+    }
+
     @Test func aSignedLineStartsOnlyIfAllowedAndOnlyFromAValidatedMessage() {
         let first = Self.incarnation(Self.now)
         var lines = SequenceLines(incarnation: first, sequence: 1)
@@ -139,8 +153,9 @@ struct SequenceLinesTests {
         }
         #expect(lines.lines.count == SequenceLines.capacity)
         for old in incarnations.dropLast(SequenceLines.capacity) {
-            #expect(Self.judge(&lines, old, 1) == .replayed)
-            #expect(Self.judge(&lines, old, 3) == .replayed)
+            // Retired (a copy is a duplicate) or below the floor (a replay); never new.
+            #expect([.duplicate, .replayed].contains(Self.judge(&lines, old, 1)))
+            #expect(Self.judge(&lines, old, 4) == .replayed)
         }
         #expect(Self.judge(&lines, incarnations.last!, 3) == Self.new)
     }
@@ -152,7 +167,8 @@ struct SequenceLinesTests {
             #expect(Self.judge(&lines, incarnation, 1) == Self.restart)
         }
         for old in 0...(20 - UInt64(SequenceLines.capacity)) {
-            #expect(Self.judge(&lines, old, 1) == .replayed, "\(old)")
+            #expect([.duplicate, .replayed].contains(Self.judge(&lines, old, 1)), "\(old)")
+            #expect(Self.judge(&lines, old, 3) == .replayed, "\(old)")
         }
         #expect(Self.judge(&lines, 20, 2) == Self.new)
     }
