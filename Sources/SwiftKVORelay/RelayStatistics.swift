@@ -53,9 +53,11 @@ public struct RelayStatistics: Hashable, Sendable {
     /// by its start time; and signed messages of an instance not tracked that
     /// were sent before a forgotten instance was last heard.
     public var droppedReplayed = 0
-    /// Messages of an instance id not yet tracked, refused because the
-    /// table of instances is full of instances still sending
-    /// (``RelayConfiguration/maximumTrackedInstances``).
+    /// Signed messages of an instance id not yet tracked, refused because
+    /// the table of instances is full of instances still sending
+    /// (``RelayConfiguration/maximumTrackedInstances``). Unsigned, a new id
+    /// always takes the place of a stranger or of the least recently heard
+    /// instance, so this stays 0.
     public var droppedUntracked = 0
     /// Messages that went on with an incarnation of an instance directly
     /// after a newer incarnation of it was heard: the instance is alive, so the
