@@ -118,7 +118,7 @@ extension Relay {
         case .new(let report, let conflict):
             if conflict {
                 warn(
-                    "relay heard an instance go on with an incarnation after a newer one: forged, or two relays share its id",
+                    "relay heard an instance go on with an incarnation after a newer one (forged, or its id is shared)",
                     metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
             }
             if let report { resynchronize(report) }
@@ -273,32 +273,23 @@ extension Relay {
     ) -> Tracked {
         let instance = envelope.o
         let skew = milliseconds(configuration.maximumClockSkew)
-        // Signed, a line of an incarnation not tracked may start only if its
-        // message was sent after every forgotten instance was last heard
-        // (with the skew): else it may be a replay of one of theirs.
         let forgotten = state.instances.forgottenHeard
-        let mayStartLine = { () -> Bool in
-            guard configuration.signing != nil else { return true }
-            guard let sent = envelope.w else { return false }
-            guard let forgotten else { return true }
-            let wallNow = wallClockMicroseconds() / 1000
-            let heard = wallNow - min(wallNow, milliseconds(now - forgotten))
-            let (limit, overflow) = heard.addingReportingOverflow(skew)
-            return !overflow && sent > limit
-        }
+        // (Closures written at their call, so none is allocated per message.)
         guard let index = state.instances.index(of: instance) else {
             guard validated else { return .ignored }
-            guard mayStartLine() else { return .replayed }
+            guard mayStartLine(envelope, forgotten: forgotten, now: now, skew: skew, configuration) else {
+                return .replayed
+            }
             let lines = SequenceLines(incarnation: envelope.i, sequence: envelope.s)
             guard state.instances.insert(instance, lines: lines, now: now) != nil else { return .refused }
             return .new(nil, conflict: false)
         }
-        let plausible = { Incarnation.plausible(wallClockMilliseconds: wallClockMicroseconds() / 1000, skew: skew) }
         let verdict = state.instances.withLines(index) { lines in
             lines.judge(
                 incarnation: envelope.i, sequence: envelope.s, validated: validated,
                 bound: configuration.maximumSequenceJump, tolerance: skew > .max / 2 ? .max : 2 * skew,
-                plausible: plausible, mayStartLine: mayStartLine)
+                plausible: { Incarnation.plausible(wallClockMilliseconds: wallClockMicroseconds() / 1000, skew: skew) },
+                mayStartLine: { mayStartLine(envelope, forgotten: forgotten, now: now, skew: skew, configuration) })
         }
         let missed: Int
         let restarted: Bool
@@ -313,9 +304,10 @@ extension Relay {
             conflict = continued
         }
         if conflict { state.statistics.incarnationConflicts.addSaturating(1) }
-        var entry = state.instances[index]
         var report: Report?
         if missed > 0 || restarted {
+            // Copied out and back only here: most messages follow the last one.
+            var entry = state.instances[index]
             state.statistics.missed.addSaturating(missed)
             entry.pendingMissed.addSaturating(missed)
             entry.pendingRestart = entry.pendingRestart || restarted
@@ -329,10 +321,27 @@ extension Relay {
                 entry.lastResynchronized = now
                 state.pendingResynchronizations.remove(instance)
             }
+            state.instances[index] = entry
         }
-        state.instances[index] = entry
         state.instances.touch(index, now: now)
         return .new(report, conflict: conflict)
+    }
+
+    /// Whether `envelope` may start a line of an incarnation not tracked.
+    /// Signed, only if it was sent after every forgotten instance was last
+    /// heard (`forgotten`, with the skew): else it may be a replay of one of
+    /// theirs. Unsigned, always (no time from the wire is trusted).
+    static func mayStartLine(
+        _ envelope: Wire.Envelope, forgotten: ContinuousClock.Instant?, now: ContinuousClock.Instant, skew: UInt64,
+        _ configuration: RelayConfiguration
+    ) -> Bool {
+        guard configuration.signing != nil else { return true }
+        guard let sent = envelope.w else { return false }
+        guard let forgotten else { return true }
+        let wallNow = wallClockMicroseconds() / 1000
+        let heard = wallNow - min(wallNow, milliseconds(now - forgotten))
+        let (limit, overflow) = heard.addingReportingOverflow(skew)
+        return !overflow && sent > limit
     }
 
     /// `duration` in whole milliseconds (saturating; zero if negative).
