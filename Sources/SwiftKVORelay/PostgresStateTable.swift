@@ -66,7 +66,10 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
                 if case .failure(let error) = result, Self.isSchemaError(error) {
                     self.logger.error(
                         "relay could not write its state table; sending without it",
-                        metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
+                        metadata: [
+                            "table": "\(table.name)",
+                            "error": "\(Wire.loggableError(RelayErrorDescription.describe(error)))",
+                        ])
                     self.markUnusable(table)
                     return self.publish(messages, completion: completion)
                 }
@@ -284,7 +287,9 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
     /// whether it can be used.
     private func prepare(_ table: RelayStateTable) async -> TableAccess {
         func notUsed(_ reason: String) -> TableAccess {
-            logger.error("relay state table not used", metadata: ["table": "\(table.name)", "error": "\(reason)"])
+            logger.error(
+                "relay state table not used",
+                metadata: ["table": "\(table.name)", "error": "\(Wire.loggableError(reason))"])
             return .unusable
         }
         do {
@@ -309,7 +314,10 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         } catch {
             logger.warning(
                 "relay could not check its state table",
-                metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
+                metadata: [
+                    "table": "\(table.name)",
+                    "error": "\(Wire.loggableError(RelayErrorDescription.describe(error)))",
+                ])
             return .failed(error)
         }
     }

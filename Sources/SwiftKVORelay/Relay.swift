@@ -51,8 +51,10 @@ public final class Relay: Sendable {
     /// Posted (with the relay as sender) after the relay reconnects, when
     /// another instance's messages were lost, and when another instance
     /// restarted (a new incarnation, or a sequence number that jumped beyond
-    /// ``RelayConfiguration/maximumSequenceJump``): whatever was sent
-    /// meanwhile may be gone, so reload the state you keep in sync.
+    /// ``RelayConfiguration/maximumSequenceJump``; also when it went on with
+    /// an incarnation after a newer one was heard,
+    /// ``RelayStatistics/incarnationConflicts``): whatever was sent meanwhile
+    /// may be gone, so reload the state you keep in sync.
     ///
     /// When the relay keeps state (``RelayConfiguration/stateTable``) and
     /// replicates properties, it first loads their current values (applied as
@@ -76,8 +78,10 @@ public final class Relay: Sendable {
     public let configuration: RelayConfiguration
 
     let state: LockedState<State>
-    /// This relay's incarnation: random, so that an instance restarted with
-    /// the same ``RelayConfiguration/instanceID`` starts a new sequence space.
+    /// This relay's incarnation (``Incarnation``): its start time and random
+    /// bits, so that an instance restarted with the same
+    /// ``RelayConfiguration/instanceID`` starts a new sequence space, which
+    /// receivers order after the one before.
     package let incarnation: UInt64
     /// What this relay's messages start with, up to their sequence number:
     /// one comparison tells an own message coming back from the broker.
@@ -130,8 +134,10 @@ public final class Relay: Sendable {
         var isReady = false
         /// The highest stamp issued or seen: local stamps go above it.
         var clock: UInt64 = 0
-        /// Per other instance: incarnation, last sequence number, when last heard.
+        /// Per other instance: the sequence numbers heard, when last heard.
         var instances: InstanceTable
+        /// Holds back warnings caused by what arrives (``warn(_:metadata:)``).
+        var warnings = WarningLimiter(interval: Relay.warningInterval)
         /// Instances with a coalesced resynchronization not yet posted.
         var pendingResynchronizations: Set<String> = []
         /// Hashes of messages sent and not yet seen coming back (bounded, oldest forgotten first).
@@ -167,12 +173,20 @@ public final class Relay: Sendable {
     public init(configuration: RelayConfiguration) throws(RelayError) {
         try Self.validate(configuration)
         self.configuration = configuration
-        incarnation = UInt64.random(in: 1...UInt64.max)
+        incarnation = Incarnation.make(wallClockMilliseconds: Self.wallClockMicroseconds() / 1000)
         wirePrefix = Wire.prefix(instance: configuration.instanceID, incarnation: incarnation)
+        // Signed, an instance is forgotten only once idle for twice the skew
+        // (and a second): a new instance's messages are then never taken for
+        // replays of the forgotten one's (see InstanceTable.forgottenHeard).
+        let idleTimeout =
+            configuration.signing == nil
+            ? configuration.instanceIdleTimeout
+            : max(configuration.instanceIdleTimeout, configuration.maximumClockSkew * 2 + .seconds(1))
         state = LockedState(
             State(
                 instances: InstanceTable(
-                    capacity: configuration.maximumTrackedInstances, idleTimeout: configuration.instanceIdleTimeout)))
+                    capacity: configuration.maximumTrackedInstances, idleTimeout: idleTimeout,
+                    admitsBusy: configuration.signing == nil)))
         backlog = LockedState(
             ReceiveBacklog(
                 capacity: configuration.receiveBacklogBytes, perSender: configuration.receiveBacklogBytesPerSender))
@@ -296,7 +310,11 @@ public final class Relay: Sendable {
         } catch {
             state.withLock { $0.statistics.notSent += 1 }
             configuration.logger.warning(
-                "relay did not send a post", metadata: ["name": "\(note.name.rawValue)", "error": "\(error)"])
+                "relay did not send a post",
+                metadata: [
+                    "name": "\(Wire.loggable(note.name.rawValue))",
+                    "error": "\(Wire.loggableError("\(error)"))",
+                ])
         }
     }
 
@@ -386,7 +404,8 @@ public final class Relay: Sendable {
             } catch {
                 if !Task.isCancelled {
                     logger.warning(
-                        "relay connection ended", metadata: ["error": "\(RelayErrorDescription.describe(error))"])
+                        "relay connection ended",
+                        metadata: ["error": "\(Wire.loggableError(RelayErrorDescription.describe(error)))"])
                 }
             }
             publishFailed.finish()

@@ -14,8 +14,9 @@ public struct RelayConfiguration: Sendable {
     /// relay). It decides ties between property writes with equal
     /// timestamps, and a relay skips messages carrying its own id; give each
     /// live relay a different one. A fixed id may be reused across restarts:
-    /// each relay also sends a random incarnation, so receivers see a
-    /// restarted instance as new rather than as a resend.
+    /// each relay also sends an incarnation made of its start time and random
+    /// bits, so receivers see a restarted instance as new rather than as a
+    /// resend, and order its incarnations.
     ///
     /// 1 to 128 bytes of UTF-8 with no control or format characters (no
     /// NUL, ESC, newlines, bidirectional overrides), no line or paragraph
@@ -34,29 +35,36 @@ public struct RelayConfiguration: Sendable {
     /// ``RelayError/outboxFull(capacity:)``. Bounds the relay's memory.
     public var outboxCapacity = 65_536
     /// How many other instances' sequence numbers are remembered for
-    /// deduplication and gap detection. When the table is full, the least
-    /// recently heard instance is forgotten only if it has been silent for
-    /// ``instanceIdleTimeout``; otherwise a message from a new id is dropped
-    /// and counted (``RelayStatistics/droppedUntracked``). So a client of the
-    /// database inventing ids cannot make the relay forget an instance that
-    /// is sending (and replay its messages as new).
+    /// deduplication and gap detection. When the table is full, a new id
+    /// takes the place of the least recently heard instance if it has been
+    /// silent for ``instanceIdleTimeout``. Otherwise, unsigned, of the least
+    /// recently heard *stranger* (an id heard in one message only), or if none
+    /// is left of the least recently heard instance: invented ids never lock
+    /// a new instance out. Signed, a message from the new id is dropped and
+    /// counted instead (``RelayStatistics/droppedUntracked``): an instance
+    /// that is sending is never forgotten (and its messages replayed as new).
     public var maximumTrackedInstances = 1024
     /// How long an instance must have been silent before a new id may take
-    /// its place in a full table (see ``maximumTrackedInstances``).
+    /// its place in a full table (see ``maximumTrackedInstances``); with
+    /// ``signing``, at least twice ``maximumClockSkew`` plus a second.
     public var instanceIdleTimeout: Duration = .seconds(60)
-    /// The farthest a sequence number may move from the last one heard of its
-    /// instance and still count as the same sequence: a larger jump (forward
-    /// or back) is taken as a new incarnation of the instance — tracking
-    /// restarts at it and ``Relay/resynchronize`` is posted once — and only
-    /// from a message that fully validated (a known name, a body of the
-    /// registered types). At least ``outboxCapacity``, the farthest a resend
-    /// reaches back.
+    /// The farthest a sequence number may move ahead of the highest heard of
+    /// its instance's incarnation and still count as a gap in the same
+    /// sequence: a larger jump starts a second line of the incarnation —
+    /// reported once as a restart by ``Relay/resynchronize`` — and only from
+    /// a message that fully validated (a known name, a body of the registered
+    /// types); the sender going on below it is still heard. A number at or
+    /// below the highest is a duplicate however far back. At least
+    /// ``outboxCapacity``, the farthest a resend reaches back.
     public var maximumSequenceJump: UInt64 = 65_536
     /// How far ahead of this instance's clock a property value's stamp may
     /// be. A value stamped further in the future is dropped and counted
     /// (``RelayStatistics/droppedFutureStamp``), never adopted: otherwise
     /// every write made afterwards by an instance with a correct clock would
-    /// be dropped as older.
+    /// be dropped as older. Twice this is how much older (by its start time)
+    /// a new incarnation of an instance may be than the latest heard and still
+    /// be a restart rather than a replay. Never decides whether a message of
+    /// a tracked sequence is new.
     public var maximumClockSkew: Duration = .seconds(30)
     /// The shortest time between two ``Relay/resynchronize`` notifications
     /// (and their warnings) for the same other instance. Gaps and restarts

@@ -18,6 +18,7 @@ import Metrics
 /// | `swiftkvo_relay_messages_missed_total` | counter | other instances' messages that never arrived (``RelayStatistics/missed``) |
 /// | `swiftkvo_relay_reconnects_total` | counter | connections re-established after one was lost |
 /// | `swiftkvo_relay_resynchronizations_total` | counter | ``Relay/resynchronize`` notifications posted |
+/// | `swiftkvo_relay_incarnation_conflicts_total` | counter | messages continuing an incarnation after a newer one was heard (``RelayStatistics/incarnationConflicts``) |
 /// | `swiftkvo_relay_state_loads_total` | counter | loads from the state table, with dimension `outcome`: `completed` (``RelayStatistics/stateLoads``) or `failed` (``RelayStatistics/stateLoadFailures``) |
 /// | `swiftkvo_relay_state_values_applied_total` | counter | values from the state table applied (``RelayStatistics/stateValuesApplied``) |
 /// | `swiftkvo_relay_queue_depth` | gauge | messages queued, not yet accepted by the broker |
@@ -53,6 +54,8 @@ public struct RelayMetrics: Sendable {
     public static let reconnectsLabel = "swiftkvo_relay_reconnects_total"
     /// Counter of ``RelayStatistics/resynchronizations``.
     public static let resynchronizationsLabel = "swiftkvo_relay_resynchronizations_total"
+    /// Counter of ``RelayStatistics/incarnationConflicts``.
+    public static let incarnationConflictsLabel = "swiftkvo_relay_incarnation_conflicts_total"
     /// Counter of the loads from the state table, with a dimension `outcome`
     /// (`completed`: ``RelayStatistics/stateLoads``; `failed`:
     /// ``RelayStatistics/stateLoadFailures``).
@@ -102,6 +105,7 @@ final class RelayInstruments: Sendable {
     let missed: Counter
     let reconnects: Counter
     let resynchronizations: Counter
+    let incarnationConflicts: Counter
     let stateLoads: Counter
     let stateLoadFailures: Counter
     let stateValuesApplied: Counter
@@ -131,6 +135,7 @@ final class RelayInstruments: Sendable {
         missed = counter(RelayMetrics.missedLabel)
         reconnects = counter(RelayMetrics.reconnectsLabel)
         resynchronizations = counter(RelayMetrics.resynchronizationsLabel)
+        incarnationConflicts = counter(RelayMetrics.incarnationConflictsLabel)
         stateLoads = Counter(
             label: RelayMetrics.stateLoadsLabel, dimensions: dimensions + [("outcome", "completed")], factory: factory)
         stateLoadFailures = Counter(
@@ -174,6 +179,7 @@ final class RelayInstruments: Sendable {
         add(notSent, \.notSent)
         add(missed, \.missed)
         add(resynchronizations, \.resynchronizations)
+        add(incarnationConflicts, \.incarnationConflicts)
         add(stateLoads, \.stateLoads)
         add(stateLoadFailures, \.stateLoadFailures)
         add(stateValuesApplied, \.stateValuesApplied)

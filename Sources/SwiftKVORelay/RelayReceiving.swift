@@ -33,7 +33,7 @@ extension Relay {
         // Identifiers from the wire are metadata values, escaped: never part of the message.
         configuration.logger.debug(
             "relay dropped a message",
-            metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance.map(Wire.loggable) ?? "?")"])
+            metadata: ["reason": "\(reason.rawValue)", "instance": "\(instance.map { Wire.loggable($0) } ?? "?")"])
     }
 
     /// `payload` as a message, or nil if it is not one (malformed): the wrong
@@ -52,10 +52,12 @@ extension Relay {
     /// broker delivers back to its sender, is told by its first bytes and a
     /// hash of what was sent, and skipped without decoding.
     ///
-    /// A message moves its sender's sequence only once its envelope
-    /// validated, and by at most ``RelayConfiguration/maximumSequenceJump``;
-    /// only a message that validated entirely (a registered name, a body of
-    /// its types, a stamp within the clock skew) may start a new incarnation.
+    /// Whether it is new is decided by its place in its sender's sequence
+    /// (``SequenceLines``), never by when it was sent or read: a late read
+    /// only delays a message. Only a message that validated entirely (a
+    /// registered name, a body of its types, a stamp within the clock skew)
+    /// may start a new incarnation or a jump beyond
+    /// ``RelayConfiguration/maximumSequenceJump``.
     ///
     /// A property entry is applied here, under its replication's isolation,
     /// unless that is an actor: then what to await is returned.
@@ -76,21 +78,11 @@ extension Relay {
             return nil
         }
         let envelope = message.envelope
-        if let signing = configuration.signing {
-            // Signed, so the send time is the sender's: bounded on both sides.
-            let now = Self.wallClockMicroseconds() / 1000
-            let age = UInt64(clamping: signing.maximumMessageAge.components.seconds) * 1000
-            let skew = UInt64(clamping: configuration.maximumClockSkew.components.seconds) * 1000
-            guard let sent = envelope.w, sent >= now - min(now, age), sent - min(sent, skew) <= now else {
-                drop(.replayed, envelope.o)
-                return nil
-            }
-        }
         let instance = envelope.o
         if instance == configuration.instanceID {
             // A resend's second echo (or a copy of one), or another relay with this id.
             guard envelope.i == incarnation else {
-                configuration.logger.warning(
+                warn(
                     "relay received a message with its own instance id from another incarnation",
                     metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
                 drop(.ownID, instance)
@@ -123,7 +115,12 @@ extension Relay {
         case .ignored:
             drop(invalid ?? .malformed, instance)
             return nil
-        case .new(let report):
+        case .new(let report, let conflict):
+            if conflict {
+                warn(
+                    "relay heard an instance go on with an incarnation after a newer one (forged, or its id is shared)",
+                    metadata: ["instance": "\(Wire.loggable(instance))", "incarnation": "\(envelope.i)"])
+            }
             if let report { resynchronize(report) }
         }
         if let invalid {
@@ -197,7 +194,7 @@ extension Relay {
             userInfo["reason"] = "missed"
             userInfo["missed"] = report.missed
             userInfo["restarted"] = report.restarted
-            configuration.logger.warning(
+            warn(
                 "relay missed messages",
                 metadata: [
                     "instance": "\(Wire.loggable(report.instance))", "missed": "\(report.missed)",
@@ -205,7 +202,7 @@ extension Relay {
                 ])
         } else {
             userInfo["reason"] = "restarted"
-            configuration.logger.warning(
+            warn(
                 "relay heard a restarted instance", metadata: ["instance": "\(Wire.loggable(report.instance))"])
         }
         postResynchronize(userInfo)
@@ -250,20 +247,23 @@ extension Relay {
         }
     }
     enum Tracked {
-        /// Not seen before: deliver it, after posting the resynchronization if any.
-        case new(Report?)
+        /// Not seen before: deliver it, after posting the resynchronization
+        /// if any; `conflict`: it continued a superseded incarnation (warn).
+        case new(Report?, conflict: Bool)
+        /// At or below the highest sequence number heard of its incarnation.
         case duplicate
-        /// Signed, but from an incarnation sent before the latest one heard.
+        /// Of a superseded, retired or older incarnation; or signed, of an
+        /// instance not tracked and sent before an instance was forgotten.
         case replayed
         /// A new id while the table is full of instances still sending.
         case refused
         /// Not tracked: it did not validate, and would have started a new
-        /// sequence (a new id, a new incarnation, or a jump beyond the bound).
+        /// line (a new id, a new incarnation, or a jump beyond the bound).
         case ignored
     }
 
-    /// Records `envelope`'s sequence number for its instance and says what to
-    /// do with the message. `validated`: the whole message validated, not
+    /// Records `envelope` in its instance's ``SequenceLines`` and says what
+    /// to do with the message. `validated`: the whole message validated, not
     /// only its envelope. Gaps and restarts are reported at most once per
     /// ``RelayConfiguration/resynchronizationInterval`` per instance; in
     /// between they are summed and left for ``flushResynchronizations(now:)``.
@@ -272,43 +272,42 @@ extension Relay {
         configuration: RelayConfiguration
     ) -> Tracked {
         let instance = envelope.o
+        let skew = milliseconds(configuration.maximumClockSkew)
+        let forgotten = state.instances.forgottenHeard
+        // (Closures written at their call, so none is allocated per message.)
         guard let index = state.instances.index(of: instance) else {
             guard validated else { return .ignored }
-            guard
-                let inserted = state.instances.insert(
-                    instance, incarnation: envelope.i, sequence: envelope.s, now: now)
-            else { return .refused }
-            if configuration.signing != nil { state.instances[inserted].sent = envelope.w ?? 0 }
-            return .new(nil)
-        }
-        var entry = state.instances[index]
-        let bound = configuration.maximumSequenceJump
-        var missed = 0
-        var restarted = false
-        if envelope.i != entry.incarnation {
-            guard validated else { return .ignored }
-            // A signed message of another incarnation sent before the latest
-            // one heard: an old incarnation's message, replayed.
-            if configuration.signing != nil, let sent = envelope.w, sent < entry.sent { return .replayed }
-            restarted = true
-        } else if envelope.s > entry.sequence {
-            let jump = envelope.s - entry.sequence
-            if jump > bound {
-                guard validated else { return .ignored }
-                restarted = true
-            } else {
-                missed = Int(jump - 1)  // at most the bound
+            guard mayStartLine(envelope, forgotten: forgotten, now: now, skew: skew, configuration) else {
+                return .replayed
             }
-        } else {
-            // Back by more than any resend reaches: the instance after a forged jump.
-            guard entry.sequence - envelope.s > bound, validated else { return .duplicate }
-            restarted = true
+            let lines = SequenceLines(incarnation: envelope.i, sequence: envelope.s)
+            guard state.instances.insert(instance, lines: lines, now: now) != nil else { return .refused }
+            return .new(nil, conflict: false)
         }
-        entry.incarnation = envelope.i
-        entry.sequence = envelope.s
-        if configuration.signing != nil { entry.sent = max(entry.sent, envelope.w ?? 0) }
+        let verdict = state.instances.withLines(index) { lines in
+            lines.judge(
+                incarnation: envelope.i, sequence: envelope.s, validated: validated,
+                bound: configuration.maximumSequenceJump, tolerance: skew > .max / 2 ? .max : 2 * skew,
+                plausible: { Incarnation.plausible(wallClockMilliseconds: wallClockMicroseconds() / 1000, skew: skew) },
+                mayStartLine: { mayStartLine(envelope, forgotten: forgotten, now: now, skew: skew, configuration) })
+        }
+        let missed: Int
+        let restarted: Bool
+        let conflict: Bool
+        switch verdict {
+        case .duplicate: return .duplicate
+        case .replayed, .refused: return .replayed
+        case .ignored: return .ignored
+        case .accepted(let gap, let started, let continued):
+            missed = Int(clamping: gap)  // at most the bound
+            restarted = started || continued
+            conflict = continued
+        }
+        if conflict { state.statistics.incarnationConflicts.addSaturating(1) }
         var report: Report?
         if missed > 0 || restarted {
+            // Copied out and back only here: most messages follow the last one.
+            var entry = state.instances[index]
             state.statistics.missed.addSaturating(missed)
             entry.pendingMissed.addSaturating(missed)
             entry.pendingRestart = entry.pendingRestart || restarted
@@ -322,10 +321,36 @@ extension Relay {
                 entry.lastResynchronized = now
                 state.pendingResynchronizations.remove(instance)
             }
+            state.instances[index] = entry
         }
-        state.instances[index] = entry
         state.instances.touch(index, now: now)
-        return .new(report)
+        return .new(report, conflict: conflict)
+    }
+
+    /// Whether `envelope` may start a line of an incarnation not tracked.
+    /// Signed, only if it was sent after every forgotten instance was last
+    /// heard (`forgotten`, with the skew): else it may be a replay of one of
+    /// theirs. Unsigned, always (no time from the wire is trusted).
+    static func mayStartLine(
+        _ envelope: Wire.Envelope, forgotten: ContinuousClock.Instant?, now: ContinuousClock.Instant, skew: UInt64,
+        _ configuration: RelayConfiguration
+    ) -> Bool {
+        guard configuration.signing != nil else { return true }
+        guard let sent = envelope.w else { return false }
+        guard let forgotten else { return true }
+        let wallNow = wallClockMicroseconds() / 1000
+        let heard = wallNow - min(wallNow, milliseconds(now - forgotten))
+        let (limit, overflow) = heard.addingReportingOverflow(skew)
+        return !overflow && sent > limit
+    }
+
+    /// `duration` in whole milliseconds (saturating; zero if negative).
+    static func milliseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1000)
+        let (sum, over) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000_000_000))
+        return overflow || over ? .max : sum
     }
 }
 #endif

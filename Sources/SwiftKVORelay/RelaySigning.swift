@@ -42,18 +42,23 @@ public struct RelaySigningKey: Sendable {
 /// without downtime: deploy every instance with the new key as ``previous``,
 /// then make it ``current`` everywhere, then remove the old one.
 ///
-/// A signed message also carries its send time (wall clock); a receiver
-/// drops one older than ``maximumMessageAge`` or further ahead than
-/// ``RelayConfiguration/maximumClockSkew`` (``RelayStatistics/droppedReplayed``),
-/// and a message of an earlier incarnation of an instance than the one it
-/// heard last. Within the window, a copy of a message already received is a
-/// duplicate (``RelayStatistics/droppedDuplicate``).
+/// Replays are told by sequence, never by age: a receiver drops a copy of a
+/// message it has seen however long ago it was sent
+/// (``RelayStatistics/droppedDuplicate``), and a message of an incarnation of
+/// an instance superseded by a newer one (``RelayStatistics/droppedReplayed``;
+/// see the DocC article, *Replays and restarts*). A late read only delays a
+/// message. A signed message also carries its send time (wall clock): it
+/// decides only whether a message of an instance the receiver does not track
+/// may be one of a forgotten instance's, replayed.
 public struct RelaySigning: Sendable {
     /// Signs every message sent; accepted on receipt.
     public var current: RelaySigningKey
     /// Also accepted on receipt, never used to sign: keys being rotated in or out.
     public var previous: [RelaySigningKey]
-    /// How old a received message may be (by its send time).
+    /// No longer read: how old a received message was allowed to be. A
+    /// message is new or a replay by its place in its sender's sequence, so
+    /// a message read late is delivered late, never dropped.
+    @available(*, deprecated, message: "replays are told by sequence number, not by age; this is not read")
     public var maximumMessageAge: Duration = .seconds(60)
 
     public init(current: RelaySigningKey, previous: [RelaySigningKey] = []) {

@@ -28,8 +28,9 @@ public struct RelayStatistics: Hashable, Sendable {
     public var droppedWrongType = 0
     /// Messages over ``RelayTransport/maximumPayloadBytes``.
     public var droppedOversized = 0
-    /// Messages seen before (same instance and sequence number): a resend after
-    /// a reconnect whose first attempt had reached the broker.
+    /// Messages seen before: a sequence number at or below the highest heard
+    /// of its instance's incarnation, however far back — a resend after a
+    /// reconnect whose first attempt had reached the broker, or a replay.
     public var droppedDuplicate = 0
     /// Property values older than the value already held (last writer wins).
     public var droppedStale = 0
@@ -45,14 +46,24 @@ public struct RelayStatistics: Hashable, Sendable {
     public var droppedUnsigned = 0
     /// Messages signed by an unknown key id or with a wrong signature.
     public var droppedBadSignature = 0
-    /// Signed messages sent longer ago than ``RelaySigning/maximumMessageAge``
-    /// (or ahead of the clock by more than the skew), or from an earlier
-    /// incarnation of an instance than the latest one heard: replays.
+    /// Replays of earlier incarnations: messages of an incarnation of an
+    /// instance after a newer one was heard from it (but for one that directly
+    /// follows the last heard: ``incarnationConflicts``), or of one older than
+    /// the latest by more than twice ``RelayConfiguration/maximumClockSkew``
+    /// by its start time; and signed messages of an instance not tracked that
+    /// were sent before a forgotten instance was last heard.
     public var droppedReplayed = 0
-    /// Messages of an instance id not yet tracked, refused because the
-    /// table of instances is full of instances still sending
-    /// (``RelayConfiguration/maximumTrackedInstances``).
+    /// Signed messages of an instance id not yet tracked, refused because
+    /// the table of instances is full of instances still sending
+    /// (``RelayConfiguration/maximumTrackedInstances``). Unsigned, a new id
+    /// always takes the place of a stranger or of the least recently heard
+    /// instance, so this stays 0.
     public var droppedUntracked = 0
+    /// Messages that went on with an incarnation of an instance directly
+    /// after a newer incarnation of it was heard: the instance is alive, so the
+    /// newer one was forged (or two relays share an id). Delivered, reported
+    /// (``Relay/resynchronize``, as a restart) and logged as a warning.
+    public var incarnationConflicts = 0
     /// Messages of other instances that never arrived, counted from the gaps
     /// in their sequence numbers (each gap also posts ``Relay/resynchronize``).
     public var missed = 0

@@ -167,7 +167,7 @@ extension Relay {
                 configuration.logger.warning(
                     "relay did not send a property value",
                     metadata: [
-                        "name": "\(name)",
+                        "name": "\(Wire.loggable(name))",
                         "error": "its key takes \(write.entry.utf8.count) bytes; at most \(EntryKey.maximumBytes) are sent",
                     ])
                 continue
@@ -179,7 +179,11 @@ extension Relay {
             } catch {
                 state.withLock { $0.statistics.notSent += 1 }
                 configuration.logger.warning(
-                    "relay did not send a property value", metadata: ["name": "\(name)", "error": "\(error)"])
+                    "relay did not send a property value",
+                    metadata: [
+                        "name": "\(Wire.loggable(name))",
+                        "error": "\(Wire.loggableError("\(error)"))",
+                    ])
             }
         }
     }

@@ -86,7 +86,10 @@ extension Relay {
                             state.withLock { $0.statistics.stateLoadFailures.addSaturating(1) }
                             configuration.logger.warning(
                                 "relay could not load replicated values",
-                                metadata: ["table": "\(table.name)", "error": "\(RelayErrorDescription.describe(error))"])
+                                metadata: [
+                                    "table": "\(table.name)",
+                                    "error": "\(Wire.loggableError(RelayErrorDescription.describe(error)))",
+                                ])
                             if error is RelayStateTableError {
                                 // A table that cannot be used will not be read on
                                 // a later try either: the relay goes on without

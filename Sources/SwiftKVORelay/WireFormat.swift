@@ -7,9 +7,11 @@ import SwiftKVO
 //   {"o":"<instance>","i":4711,"s":17,"v":1,"t":"post","n":"orders.placed","u":{"count":3}}
 //   {"o":"<instance>","i":4711,"s":18,"v":1,"t":"set","n":"flags.checkout","c":1732480000000123,"x":true}
 //
-// v: format version; o: the sending instance; i: its incarnation (random per
-// relay, so an instance restarted with a fixed id starts a new sequence space;
-// 0 when absent); s: its sequence number (1, 2, 3…, per incarnation, one
+// v: format version; o: the sending instance; i: its incarnation (per relay:
+// its start time in milliseconds, shifted left 22 bits, and 22 random bits —
+// so an instance restarted with a fixed id starts a new sequence space, which
+// receivers order after the earlier one; 0 when absent); s: its sequence
+// number (1, 2, 3…, per incarnation, one
 // counter for every message it sends); t: "post" (a hub notification, user
 // info in u) or "set" (a property entry's value x, with the writer's clock
 // stamp c; e names the entry — a dictionary key, a set member, a writer —
@@ -54,25 +56,51 @@ enum Wire {
         }
     }
 
-    /// `text` from the wire as a log metadata value: at most 128 characters,
-    /// control, format and separator characters escaped as `\u{…}`, so a
-    /// value can never end a log line nor colour a terminal.
-    static func loggable(_ text: String) -> String {
+    /// `text` from outside (the wire, a name, a server's error) as a log
+    /// metadata value: at most `limit` characters, and everything but
+    /// letters, digits, marks, symbols and `- . _ : / @ + # , ; ( ) ! ? * & % $ ~ '`
+    /// escaped as `\u{…}` — spaces, brackets, `=`, quotes and backslashes
+    /// included (with `keepingSpaces`, for prose such as an error's
+    /// description, plain spaces stay). So a value can never end a log line,
+    /// colour a terminal, nor pass for the line's own structure (`key=value`
+    /// pairs, a bracketed list, the words of another message).
+    static func loggable(_ text: String, limit: Int = 128, keepingSpaces: Bool = false) -> String {
         var output = ""
         for (offset, scalar) in text.unicodeScalars.enumerated() {
-            guard offset < 128 else {
+            guard offset < limit else {
                 output += "…"
                 break
             }
-            switch scalar.properties.generalCategory {
-            case .control, .format, .lineSeparator, .paragraphSeparator, .unassigned, .privateUse, .surrogate,
-                .spaceSeparator where scalar != " ":
+            if isPlainInLogs(scalar) || (keepingSpaces && scalar == " ") {
+                output.unicodeScalars.append(scalar)
+            } else {
                 output += "\\u{" + String(scalar.value, radix: 16) + "}"
-            default:
-                if scalar == "\\" { output += "\\\\" } else { output.unicodeScalars.append(scalar) }
             }
         }
         return output
+    }
+
+    /// An error's description as a log metadata value: ``loggable(_:limit:keepingSpaces:)``
+    /// keeping spaces, up to 1024 characters.
+    static func loggableError(_ description: String) -> String {
+        loggable(description, limit: 1024, keepingSpaces: true)
+    }
+
+    private static func isPlainInLogs(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII {
+            switch scalar {
+            case "a"..."z", "A"..."Z", "0"..."9": return true
+            default: return "-._:/@+#,;()!?*&%$~'".unicodeScalars.contains(scalar)
+            }
+        }
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+            .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber, .letterNumber, .otherNumber,
+            .mathSymbol, .currencySymbol, .modifierSymbol, .otherSymbol:
+            return true
+        default:
+            return false
+        }
     }
 
     enum Kind: String, Decodable {

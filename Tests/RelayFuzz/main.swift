@@ -4,8 +4,12 @@
 // mutated messages and sequences of messages from a few instance ids, with
 // values at the edges (sequence numbers and stamps near UInt64.max, jumps,
 // ids with control characters, deep nesting, near-limit sizes), into an
-// unsigned and a signed relay. Checks that nothing traps and that every
-// message is accounted for exactly once: delivered, dropped or skipped as own.
+// unsigned and a signed relay. Incarnations play games (restarts, restarts on
+// a clock behind, forged older and newer ones), send times lie in the past
+// and the future, and earlier inputs are replayed verbatim at any distance.
+// Checks that nothing traps, that every message is accounted for exactly
+// once (delivered, dropped or skipped as own), and that the signed relay
+// never delivers a copy of a message it delivered before.
 //
 // Usage: RelayFuzz [--seconds N] [--seed S]
 import Foundation
@@ -162,6 +166,34 @@ let names = [
     }
 }
 var sequences: [String: UInt64] = [:]
+/// Each id's current incarnation, made as a relay makes one (start time << 22, random bits).
+var incarnations: [String: UInt64] = [:]
+
+@MainActor func incarnation(startedAt milliseconds: UInt64) -> UInt64 {
+    milliseconds << 22 | UInt64.random(in: 0..<(1 << 22), using: &random)
+}
+
+var nowMilliseconds: UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+
+/// `id`'s incarnation for its next message: mostly its current one; at times a
+/// restart (on a clock on time or 20 s behind, which becomes current), or a
+/// forged one 70 s older or 29 s newer (used once).
+@MainActor func incarnation(for id: String) -> UInt64 {
+    let current = incarnations[id] ?? incarnation(startedAt: nowMilliseconds)
+    incarnations[id] = current
+    switch Int.random(in: 0..<100, using: &random) {
+    case 0, 1:
+        incarnations[id] = incarnation(startedAt: nowMilliseconds + UInt64.random(in: 0...100, using: &random))
+        sequences[id] = 1
+    case 2:
+        incarnations[id] = incarnation(startedAt: nowMilliseconds - 20_000)
+        sequences[id] = 1
+    case 3: return incarnation(startedAt: nowMilliseconds - 70_000)
+    case 4: return incarnation(startedAt: nowMilliseconds + 29_000)
+    default: break
+    }
+    return incarnations[id]!
+}
 
 @MainActor func message() -> String {
     let id = random.chance(80) ? random.pick(Array(ids.prefix(3))) : random.pick(ids)
@@ -173,10 +205,13 @@ var sequences: [String: UInt64] = [:]
         #""o":"# + quoted(id), #""s":"# + (random.chance(95) ? String(sequence) : number()),
         #""v":"# + (random.chance(95) ? "1" : number()),
     ]
-    if random.chance(70) { members.append(#""i":"# + (random.chance(90) ? "42" : number())) }
+    if random.chance(70) {
+        members.append(#""i":"# + (random.chance(90) ? String(incarnation(for: id)) : number()))
+    }
     if random.chance(50) {
-        let now = UInt64(Date().timeIntervalSince1970 * 1000)
-        members.append(#""w":"# + (random.chance(80) ? String(now) : number()))
+        let now = nowMilliseconds
+        let sent = random.pick([now, now, now, now, now - 65_000, now - 20_000, now + 29_000])
+        members.append(#""w":"# + (random.chance(80) ? String(sent) : number()))
     }
     let name = random.pick(names)
     if random.chance(50) {
@@ -213,18 +248,66 @@ var sequences: [String: UInt64] = [:]
 
 // MARK: Running
 
+/// What the signed relay was fed, to replay: whether it was delivered, and when.
+struct Fed {
+    let payload: String
+    let delivered: Bool
+    let at: ContinuousClock.Instant
+}
+var history: [Fed] = []
+/// The delivered ones among them (few are: most inputs are hostile), replayed as often.
+var deliveredHistory: [Fed] = []
+let historyCapacity = 100_000
+
+@MainActor func remember(_ entry: Fed, in history: inout [Fed]) {
+    if history.count < historyCapacity {
+        history.append(entry)
+    } else {
+        history[Int.random(in: 0..<historyCapacity, using: &random)] = entry
+    }
+}
+var replays = 0
+var replaysDelivered = 0
+
+/// Feeds `payload` to the signed relay; whether it was delivered.
+@MainActor func feedSigned(_ payload: String) -> Bool {
+    let before = relays[1].statistics.delivered
+    _ = relays[1].receive(payload)
+    return relays[1].statistics.delivered > before
+}
+
 let deadline = Date().addingTimeInterval(seconds)
 var fed = [0, 0]
 var iterations = 0
 while Date() < deadline {
     for _ in 0..<100 {
         iterations += 1
+        if random.chance(5), !history.isEmpty {
+            // A verbatim copy of an earlier input, from any distance back. The
+            // signed relay forgets no instance within 61 s (twice the skew and a
+            // second), so within 60 s a copy of a delivered message is never new.
+            let pool = deliveredHistory.isEmpty || random.chance(50) ? history : deliveredHistory
+            let old = pool[Int.random(in: 0..<pool.count, using: &random)]
+            replays += 1
+            fed[1] += 1
+            if feedSigned(old.payload), old.delivered, ContinuousClock.now - old.at < .seconds(60) {
+                replaysDelivered += 1
+                print("relay-fuzz: a copy of a delivered message was delivered again: \(old.payload.prefix(300))")
+            }
+            continue
+        }
         var payload = random.chance(10) ? bytes() : message()
         for (index, relay) in relays.enumerated() {
             if index == 1, random.chance(70) {
                 payload = (random.chance(10) ? wrongSigner : signer).sign(payload.isEmpty ? "{}" : payload)
             }
-            _ = relay.receive(payload)
+            if index == 1 {
+                let entry = Fed(payload: payload, delivered: feedSigned(payload), at: .now)
+                remember(entry, in: &history)
+                if entry.delivered { remember(entry, in: &deliveredHistory) }
+            } else {
+                _ = relay.receive(payload)
+            }
             fed[index] += 1
         }
         if random.chance(1) { flags.on.toggle() }  // local writes after whatever stamps arrived
@@ -246,6 +329,10 @@ for (index, relay) in relays.enumerated() {
         failed = true
     }
 }
+print(
+    "relay-fuzz: \(replays) verbatim replays to the signed relay (of \(deliveredHistory.count) delivered inputs"
+        + " kept), \(replaysDelivered) delivered again")
+if replaysDelivered > 0 { failed = true }
 print("relay-fuzz: seed \(seed), \(iterations) inputs in \(seconds) s, \(failed ? "FAILED" : "ok")")
 exit(failed ? 1 : 0)
 #endif

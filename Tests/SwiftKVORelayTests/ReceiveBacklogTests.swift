@@ -46,7 +46,7 @@ struct ReceiveBacklogTests {
         for id in ["", "a\nb", "a\u{1b}[31m", "nul\u{0}", "rtl\u{202e}", "zero\u{200b}width", String(repeating: "i", count: 129)] {
             #expect(!Wire.isValidInstanceID(id), "\(id.debugDescription)")
         }
-        #expect(Wire.loggable("line\nbreak\u{1b}[31m") == #"line\u{a}break\u{1b}[31m"#)
+        #expect(Wire.loggable("line\nbreak\u{1b}[31m") == #"line\u{a}break\u{1b}\u{5b}31m"#)
     }
 }
 #endif

@@ -331,8 +331,7 @@ extension RelayTests {
 
     @Test func withSigningOnlyRowsSignedWithAnAcceptedKeyAreApplied() async throws {
         let channel = try TestServer.freshChannel("statesigned")
-        var signing = RelaySigning(current: try Self.signingKey("k1", 1))
-        signing.maximumMessageAge = .seconds(1)
+        let signing = RelaySigning(current: try Self.signingKey("k1", 1))
         let settingsA = Settings()
         let a = try await RunningRelay(
             channel: channel, configure: { $0.signing = signing }, prepare: { try Settings.replicate(settingsA, on: $0) })
@@ -344,8 +343,8 @@ extension RelayTests {
         let wrongKey = RelaySigning(current: try Self.signingKey("k1", 2)).sign(Self.storedSet("cfg.c", "67", stamp: now))
         try await Self.insertStateRow(channel, name: "cfg.b", stamp: Int64(now), instance: "mallory", message: unsigned)
         try await Self.insertStateRow(channel, name: "cfg.c", stamp: Int64(now), instance: "mallory", message: wrongKey)
-        // a's row is older than the messages' maximum age: a row is the last
-        // write, however old, so its send time is not held against it.
+        // a's row is older than the loading relay: a row is the last write,
+        // however old, so its send time is not held against it.
         try await Task.sleep(for: .milliseconds(2100))
 
         let settingsB = Settings()
