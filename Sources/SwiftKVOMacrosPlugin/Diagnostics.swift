@@ -95,6 +95,7 @@ enum KVOMacroFixIt: FixItMessage {
     case removeDependsOn
     case declareRegistrar
     case declareNonisolatedRegistrar
+    case addNonisolated
     case removeKeyValueObservable
 
     var message: String {
@@ -103,6 +104,7 @@ enum KVOMacroFixIt: FixItMessage {
         case .removeDependsOn: "Remove '@DependsOn'"
         case .declareRegistrar: "Replace with 'let kvoRegistrar = KVORegistrar()'"
         case .declareNonisolatedRegistrar: "Replace with 'nonisolated let kvoRegistrar = KVORegistrar()'"
+        case .addNonisolated: "Insert 'nonisolated '"
         case .removeKeyValueObservable: "Remove '@KeyValueObservable'"
         }
     }
@@ -113,6 +115,7 @@ enum KVOMacroFixIt: FixItMessage {
         case .removeDependsOn: MessageID(domain: "SwiftKVOMacros", id: "removeDependsOn")
         case .declareRegistrar: MessageID(domain: "SwiftKVOMacros", id: "declareRegistrar")
         case .declareNonisolatedRegistrar: MessageID(domain: "SwiftKVOMacros", id: "declareNonisolatedRegistrar")
+        case .addNonisolated: MessageID(domain: "SwiftKVOMacros", id: "addNonisolated")
         case .removeKeyValueObservable: MessageID(domain: "SwiftKVOMacros", id: "removeKeyValueObservable")
         }
     }

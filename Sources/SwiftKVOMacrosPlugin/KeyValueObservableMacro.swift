@@ -73,13 +73,11 @@ extension KeyValueObservableMacro: MemberMacro {
         }
 
         if let registrar = variables.first(where: { $0.declares("kvoRegistrar") }) {
-            if !registrar.isRegistrarShaped || (isMainActor && !registrar.isNonisolated) {
+            if !registrar.isRegistrarShaped {
                 let replacement: DeclSyntax = "\(raw: access)\(raw: nonisolated)let kvoRegistrar = KVORegistrar()"
                 context.diagnose(
                     Diagnostic(
-                        node: registrar,
-                        message: registrar.isRegistrarShaped
-                            ? KVOMacroDiagnostic.isolatedRegistrar : KVOMacroDiagnostic.registrarShape,
+                        node: registrar, message: KVOMacroDiagnostic.registrarShape,
                         fixIt: FixIt(
                             message: isMainActor ? KVOMacroFixIt.declareNonisolatedRegistrar : KVOMacroFixIt.declareRegistrar,
                             changes: [
@@ -87,6 +85,22 @@ extension KeyValueObservableMacro: MemberMacro {
                                     oldNode: Syntax(registrar),
                                     newNode: Syntax(replacement.with(\.leadingTrivia, registrar.leadingTrivia)))
                             ])))
+            } else if isMainActor && !registrar.isNonisolated {
+                // Shaped (perhaps set in `init`): only the modifier is missing.
+                var marked = registrar
+                var modifier = DeclModifierSyntax(name: .keyword(.nonisolated), trailingTrivia: .space)
+                if registrar.modifiers.isEmpty && registrar.attributes.isEmpty {
+                    // The indentation moves to the modifier, which now starts the declaration.
+                    modifier.leadingTrivia = registrar.bindingSpecifier.leadingTrivia
+                    marked.bindingSpecifier.leadingTrivia = []
+                }
+                marked.modifiers = registrar.modifiers + [modifier]
+                context.diagnose(
+                    Diagnostic(
+                        node: registrar, message: KVOMacroDiagnostic.isolatedRegistrar,
+                        fixIt: FixIt(
+                            message: KVOMacroFixIt.addNonisolated,
+                            changes: [.replace(oldNode: Syntax(registrar), newNode: Syntax(marked))])))
             }
         } else {
             generated.append("\(raw: access)\(raw: nonisolated)let kvoRegistrar = KVORegistrar()")
@@ -220,6 +234,8 @@ extension KeyValueObservableMacro: MemberMacro {
         let deprecated = entries.compactMap {
             $0.compactMap { $0.isDeprecated ? ($0.key, $0.value) : nil }
         }
+        let deprecatedIsIsolated =
+            isMainActor || entries.contains { $0.compactMap { $0.isDeprecated && $0.isMainActor ? true : nil } != nil }
         var merging: [String] = []
         if isolated.contains(where: { $0.hasEntries }) {
             merging.append(isolatedTable(tableBody(isolated, type: type), type: type))
@@ -232,21 +248,26 @@ extension KeyValueObservableMacro: MemberMacro {
             name == "observableKeyPaths" ? "_kvoKeyPathsOfDeprecatedMembers" : "_kvoDependentKeyPathsOfDeprecatedMembers"
         let body = tableBody(current, type: type, merging: merging + ["\(reader)(\(deprecatedTable).self)"])
         let message = "the deprecated members of '\(className)', named where that does not warn"
+        // The nested type is not isolated with the class: it forms main-actor key paths through it.
+        let deprecatedBody = tableBody(deprecated, type: type)
         let table: DeclSyntax = """
             @available(*, deprecated, message: "\(raw: message)")
             static var \(raw: name): \(raw: type) {
-                \(raw: tableBody(deprecated, type: type))
+                \(raw: deprecatedIsIsolated ? isolatedTable(deprecatedBody, type: type, owner: className) : deprecatedBody)
             }
             """
-        return (body, table)
+        return (isMainActor ? isolatedTable(body, type: type) : body, table)
     }
 
     /// The nested type that lists the class's deprecated members.
     static let deprecatedTable = "_KVODeprecatedMembers"
 
-    /// `body`, a table's getter, formed in the main actor's isolation and read from any thread.
-    static func isolatedTable(_ body: String, type: String) -> String {
-        let reader = type == "[String: AnyKeyPath]" ? "isolatedKeyPaths" : "isolatedDependentKeyPaths"
+    /// `body`, a table's getter, formed in the main actor's isolation and read from any thread
+    /// (through `owner`, the class, from a type that is not one).
+    static func isolatedTable(_ body: String, type: String, owner: String? = nil) -> String {
+        let reader =
+            (owner.map { "\($0)." } ?? "")
+            + (type == "[String: AnyKeyPath]" ? "unsafeIsolatedKeyPaths" : "unsafeIsolatedDependentKeyPaths")
         let indented = body.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n    ")
         return "\(reader) { @MainActor () -> \(type) in\n        \(indented)\n    }"
     }

@@ -193,7 +193,7 @@ import Testing
                         var table: [String: AnyKeyPath] = [
                             "count": \Mixed.count,
                         ]
-                        table.merge(isolatedKeyPaths { @MainActor () -> [String: AnyKeyPath] in
+                        table.merge(unsafeIsolatedKeyPaths { @MainActor () -> [String: AnyKeyPath] in
                             [
                                 "title": \Mixed.title,
                             ]
@@ -228,7 +228,7 @@ import Testing
                     nonisolated let kvoRegistrar = KVORegistrar()
 
                     nonisolated static var dependentKeyPaths: [AnyKeyPath: [AnyKeyPath]] {
-                        isolatedDependentKeyPaths { @MainActor () -> [AnyKeyPath: [AnyKeyPath]] in
+                        unsafeIsolatedDependentKeyPaths { @MainActor () -> [AnyKeyPath: [AnyKeyPath]] in
                             [
                                 \Badge.label: [\Badge.count],
                             ]
@@ -236,7 +236,7 @@ import Testing
                     }
 
                     nonisolated static var observableKeyPaths: [String: AnyKeyPath] {
-                        isolatedKeyPaths { @MainActor () -> [String: AnyKeyPath] in
+                        unsafeIsolatedKeyPaths { @MainActor () -> [String: AnyKeyPath] in
                             [
                                 "count": \Badge.count,
                                 "label": \Badge.label,

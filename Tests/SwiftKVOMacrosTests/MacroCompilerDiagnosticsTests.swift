@@ -146,6 +146,16 @@ private func diagnostics(compiling source: String, flags: [String] = []) throws 
                     var count = 0
                     var tags: Set<String> = []
                     @DependsOn(\\.count) var label: String { "\\(count)" }
+                    @available(*, deprecated, message: "use count")
+                    var old = 0
+                    @DependsOn(\\.old) var oldLabel: String { "" }
+                }
+
+                @KeyValueObservable @MainActor
+                final class Gauge {
+                    nonisolated let kvoRegistrar: KVORegistrar
+                    var level = 0
+                    init() { kvoRegistrar = KVORegistrar() }
                 }
 
                 @MainActor @KeyValueObservable
@@ -159,6 +169,8 @@ private func diagnostics(compiling source: String, flags: [String] = []) throws 
                     var user = ""
                     @MainActor var title = ""
                     @MainActor var items: [Int] = []
+                    @available(*, deprecated, message: "use title")
+                    @MainActor var caption = ""
                 }
 
                 @MainActor func use(_ badge: Badge, _ session: Session) throws {

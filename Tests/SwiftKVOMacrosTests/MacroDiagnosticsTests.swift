@@ -214,6 +214,47 @@ import Testing
                 """)
     }
 
+    @Test func aMainActorClassRegistrarSetInInitGetsNonisolatedOnly() {
+        assertExpansion(
+            """
+            @KeyValueObservable @MainActor
+            final class Gauge {
+                let kvoRegistrar: KVORegistrar
+                init() { kvoRegistrar = KVORegistrar() }
+            }
+            """,
+            expandedSource: """
+                @MainActor
+                final class Gauge {
+                    let kvoRegistrar: KVORegistrar
+                    init() { kvoRegistrar = KVORegistrar() }
+
+                    nonisolated static var observableKeyPaths: [String: AnyKeyPath] {
+                        unsafeIsolatedKeyPaths { @MainActor () -> [String: AnyKeyPath] in
+                            [:]
+                        }
+                    }
+                }
+
+                extension Gauge: KeyValueObservable {
+                }
+                """,
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "'kvoRegistrar' of a '@MainActor' class is read from any thread; write it as 'nonisolated let kvoRegistrar = KVORegistrar()', or remove it and let the macro declare it",
+                    line: 3, column: 5,
+                    fixIts: [FixItSpec(message: "Insert 'nonisolated '")])
+            ],
+            applyFixIts: ["Insert 'nonisolated '"],
+            fixedSource: """
+                @KeyValueObservable @MainActor
+                final class Gauge {
+                    nonisolated let kvoRegistrar: KVORegistrar
+                    init() { kvoRegistrar = KVORegistrar() }
+                }
+                """)
+    }
+
     @Test func dependentKeyPathsWrittenByHandBesideDependsOnIsRefused() {
         assertExpansion(
             #"""

@@ -35,6 +35,23 @@ final class CaGenUntabled<Tag>: KeyValueObservable, @unchecked Sendable {
     var counted: Int { CaRuns.bump("CaGenUntabled.counted"); return count }
 }
 
+/// A base with a `final` wrapper, whose getter the layout cannot look up in
+/// the vtable, and a subclass that overrides another accessor.
+class CaFinalWrapperBase: KeyValueObservable, @unchecked Sendable {
+    let kvoRegistrar = KVORegistrar()
+    class var observableKeyPaths: [String: AnyKeyPath] { ["a": \CaFinalWrapperBase.a, "b": \CaFinalWrapperBase.b] }
+    @Observed final var a = 0
+    @Observed var b = 0
+}
+
+final class CaFinalWrapperSub: CaFinalWrapperBase, @unchecked Sendable {
+    override var b: Int {
+        get { super.b }
+        set { super.b = newValue }
+    }
+    var boom: Int { CaRuns.bump("CaFinalWrapperSub.boom"); return b }
+}
+
 /// A hand-written base and a subclass that overrides one unrelated accessor.
 class CaLabelled: KeyValueObservable, @unchecked Sendable {
     let kvoRegistrar = KVORegistrar()
@@ -156,6 +173,17 @@ final class CaGenericHeir<Tag>: CaTabledBase, @unchecked Sendable {
         #expect(throws: KVOError.self) {
             _ = try kvo.observe(shelf, keyPaths: [\.title, \.firstItem]) { _, _, _ in }
         }
+    }
+
+    @Test func aComputedPropertyBesideAnOverrideTheLayoutCannotTellIsNeverRun() throws {
+        let sub = CaFinalWrapperSub()
+        #expect(throws: KVOError.unsupportedKeyPath) { _ = try sub.observe(\.boom) { _, _ in } }
+        #expect(CaRuns.count("CaFinalWrapperSub.boom") == 0)
+        let log = Log<Int>()
+        let token = try sub.observe(\.a, options: .new) { _, change in log.append(change.newValue!) }
+        sub.a = 3
+        #expect(log.values == [3])
+        token.invalidate()
     }
 
     @Test func aGenericClassWithoutATableIsRefusedWithoutRunningAGetter() throws {

@@ -535,6 +535,8 @@ private final class KvcCustomer: KeyValueObservable, @unchecked Sendable {
         let read = #expect(throws: KVOError.unknownKey) { _ = try object.value(forKey: "child.cents") }
         #expect(read?.detail?.contains("value(forKeyPath:)") == true, "\(String(describing: read))")
         #expect(object.child?.cents == 0)
+        #expect(throws: KVOError.unknownKey) { _ = try object.mutableArrayValue(forKey: "child.cents", of: Int.self) }
+        #expect(throws: KVOError.unknownKey) { _ = try object.mutableSetValue(forKey: "child.cents", of: Int.self) }
         try object.setValue(5, forKeyPath: "child.cents")
         #expect(try object.value(forKeyPath: "child.cents") as? Int == 5)
     }

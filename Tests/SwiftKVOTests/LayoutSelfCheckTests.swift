@@ -174,4 +174,14 @@ private final class ShoutingAccount: TabledBase {
         #expect(child.status == 0, "the forced run failed:\n\(child.output)")
         #expect(child.output.contains("passed"), "\(child.output)")
     }
+
+    @Test func anIsolatedTableIsFormedOnlyByAClosureOfExactlyThatType() {
+        #expect(IsolatedTables.isIsolatedClosure("@A.B () -> T", returning: "T"))
+        #expect(IsolatedTables.isIsolatedClosure("@A.B @Sendable () -> T", returning: "T"))
+        #expect(!IsolatedTables.isIsolatedClosure("@Sendable () -> T", returning: "T"))
+        #expect(!IsolatedTables.isIsolatedClosure("@A.B () -> @A.B () -> T", returning: "T"))
+        #expect(!IsolatedTables.isIsolatedClosure("@isolated(any) () -> T", returning: "T"))
+        #expect(!IsolatedTables.isIsolatedClosure("@A.B (Int) -> T", returning: "T"))
+        #expect(!IsolatedTables.isIsolatedClosure("@A.B () async -> T", returning: "T"))
+    }
 }

@@ -19,7 +19,7 @@ import SwiftKVO
 @Ingest final class Feed: KeyValueObservable {
     nonisolated let kvoRegistrar = KVORegistrar()
     nonisolated static var observableKeyPaths: [String: AnyKeyPath] {
-        isolatedKeyPaths { @Ingest () -> [String: AnyKeyPath] in ["latest": \Feed.latest] }
+        unsafeIsolatedKeyPaths { @Ingest () -> [String: AnyKeyPath] in ["latest": \Feed.latest] }
     }
     @Observed var latest = 0
 
@@ -98,9 +98,11 @@ final class Meter: KeyValueObservable, @unchecked Sendable {
 @MainActor final class MainActorBadge: KeyValueObservable {
     nonisolated let kvoRegistrar = KVORegistrar()
     nonisolated static var observableKeyPaths: [String: AnyKeyPath] {
-        isolatedKeyPaths { @MainActor () -> [String: AnyKeyPath] in ["count": \MainActorBadge.count] }
+        unsafeIsolatedKeyPaths { @MainActor () -> [String: AnyKeyPath] in ["count": \MainActorBadge.count] }
     }
     @Observed var count = 0
+    func table() -> [String: AnyKeyPath] { [:] }
+    nonisolated static func staticTable() -> [String: AnyKeyPath] { [:] }
 }
 
 extension SharedAcrossThreadsTests {
@@ -115,10 +117,14 @@ extension SharedAcrossThreadsTests {
 
     @Test func anIsolatedTableOfAnyOtherFormIsEmptyNotACrash() {
         // The dictionary literal typed by inference, not [String: AnyKeyPath].
-        #expect(Feed.isolatedKeyPaths({ @Ingest in ["latest": \Feed.latest] }).isEmpty)
+        #expect(Feed.unsafeIsolatedKeyPaths({ @Ingest in ["latest": \Feed.latest] }).isEmpty)
         // Sixteen bytes that are no closure.
-        #expect(Feed.isolatedKeyPaths((1, 2)).isEmpty)
-        #expect(Feed.isolatedKeyPaths({ @Ingest () async -> [String: AnyKeyPath] in [:] }).isEmpty)
-        #expect(Feed.isolatedKeyPaths({ () -> [String: AnyKeyPath] in [:] }).isEmpty)
+        #expect(Feed.unsafeIsolatedKeyPaths((1, 2)).isEmpty)
+        #expect(Feed.unsafeIsolatedKeyPaths({ @Ingest () async -> [String: AnyKeyPath] in [:] }).isEmpty)
+        #expect(Feed.unsafeIsolatedKeyPaths({ () -> [String: AnyKeyPath] in [:] }).isEmpty)
+        // Functions whose result is such a closure: called as one, they would
+        // write a closure where the table goes.
+        #expect(MainActorBadge.unsafeIsolatedKeyPaths(MainActorBadge.table).isEmpty)
+        #expect(MainActorBadge.unsafeIsolatedKeyPaths({ @MainActor in MainActorBadge.staticTable }).isEmpty)
     }
 }

@@ -17,7 +17,7 @@ extension KeyValueObservable {
     /// Thread-safe as reading the property is. Cost: a dictionary lookup
     /// under a lock, then the key path read.
     public func value(forKey key: String) throws(KVOError) -> Any? {
-        try KeyValueCoding.checkSingle(key, use: "value(forKeyPath:)")
+        try KeyValueCoding.checkSingle(key, advice: "value(forKeyPath:) follows it")
         return try value(forKeyPath: key)
     }
 
@@ -58,7 +58,7 @@ extension KeyValueObservable {
     ///   key that cannot be assigned (a dependent key, even one with a
     ///   setter). Nothing changes then.
     public func setValue(_ value: Any?, forKey key: String) throws(KVOError) {
-        try KeyValueCoding.checkSingle(key, use: "setValue(_:forKeyPath:)")
+        try KeyValueCoding.checkSingle(key, advice: "setValue(_:forKeyPath:) follows it")
         try setValue(value, forKeyPath: key)
     }
 
@@ -71,7 +71,9 @@ extension KeyValueObservable {
             throw KVOError(.notFound, detail: "`\(keyPath)`: a link on the way is nil")
         }
         let path = try KeyValueCoding.path(key, on: type(of: holder))
-        try KeyValueCoding.checkAssignable(path.keyPath, of: holder, name: keyPath)
+        guard !path.isDependent else {
+            throw KVOError(.unsupportedKeyPath, detail: "`\(keyPath)` is a dependent key: it is computed, not assigned")
+        }
         try path.write(value, keyPath: keyPath, to: holder)
     }
 
@@ -107,7 +109,11 @@ extension KeyValueObservable {
     ) throws(KVOError) -> ObservedArrayMutator<Self, Element> {
         // Resolved on the static type: the mutator is typed by it (a
         // reference of a base class type reaches the base class's keys).
+        try KeyValueCoding.checkSingle(key, advice: "ask the object its links lead to")
         let path = try KeyValueCoding.path(key, on: Self.self)
+        guard !path.isDependent else {
+            throw KVOError(.unsupportedKeyPath, detail: "`\(key)` is a dependent key: it is computed, not mutated")
+        }
         guard let keyPath = path.keyPath as? ReferenceWritableKeyPath<Self, [Element]> else {
             throw KVOError(
                 .typeMismatch,
@@ -149,21 +155,12 @@ extension KVOController {
 /// Resolution of names to key paths.
 enum KeyValueCoding {
     /// Throws ``KVOError/unknownKey`` for a dotted `key` given where one key
-    /// is meant, pointing to `method`, which follows key paths.
-    static func checkSingle(_ key: String, use method: String) throws(KVOError) {
+    /// is meant, with `advice` on what follows a key path.
+    static func checkSingle(_ key: String, advice: String) throws(KVOError) {
         guard key.utf8.contains(UInt8(ascii: ".")) else { return }
-        throw KVOError(.unknownKey, detail: "`\(key)` is a key path, not a key: \(method) follows it")
+        throw KVOError(.unknownKey, detail: "`\(key)` is a key path, not a key: \(advice)")
     }
 
-    /// Throws ``KVOError/unsupportedKeyPath`` if `keyPath`, named `name`,
-    /// is a dependent key of `holder`: a dependent key is computed, never
-    /// assigned by name, even where it has a setter.
-    static func checkAssignable(
-        _ keyPath: AnyKeyPath, of holder: some KeyValueObservable, name: String
-    ) throws(KVOError) {
-        guard Dependencies.isDeclared(keyPath, on: holder) else { return }
-        throw KVOError(.unsupportedKeyPath, detail: "`\(name)` is a dependent key: it is computed, not assigned")
-    }
 
     /// The object holding the last key of the dotted `path`, and that key:
     /// each link before it read on the object it leads to (so optional links
@@ -279,7 +276,9 @@ enum KeyValueCoding {
     ) throws(KVOError) -> NamedKeyPath {
         let cacheKey = CacheKey(root: ObjectIdentifier(root), path: path)
         if let cached = resolved.withLock({ $0[cacheKey] }) { return cached }
-        let named = NamedKeyPath(keyPath: try compose(path[...], on: root, whole: path))
+        let composed = try compose(path[...], on: root, whole: path)
+        let named = NamedKeyPath(
+            keyPath: composed, isDependent: Dependencies.isDeclared(composed as! AnyKeyPath, in: root))
         return resolved.withLock { resolved in
             if let existing = resolved[cacheKey] { return existing }
             resolved[cacheKey] = named
@@ -358,10 +357,13 @@ struct NamedKeyPath: @unchecked Sendable {  // key paths are immutable
     /// Whether its values are optionals, which observations flatten (found
     /// once, not at each registration).
     let isOptional: Bool
+    /// Whether it is a declared dependent key, which is never assigned by name.
+    let isDependent: Bool
 
-    init(keyPath: any ErasedKeyPath) {
+    init(keyPath: any ErasedKeyPath, isDependent: Bool) {
         self.erased = keyPath
         self.isOptional = type(of: keyPath as! AnyKeyPath).valueType is any OptionalValue.Type
+        self.isDependent = isDependent
     }
 
     var keyPath: AnyKeyPath { erased as! AnyKeyPath }

@@ -45,7 +45,9 @@ import Observation
 ///   Observation's `willSet`, the store, Observation's `didSet`, SwiftKVO's
 ///   notifications.
 /// - A collection mutation through ``KeyValueObservable/mutableSet(_:)``
-///   tells Observation of a change of the whole property.
+///   tells Observation of a change of the whole property; there
+///   Observation's `willSet` still comes before SwiftKVO's prior
+///   notifications, so the window described above is wider for it.
 ///
 /// Classes that do not conform pay nothing for this.
 public protocol ObservationBridged: KeyValueObservable, Observable {

@@ -66,9 +66,16 @@ enum DeclaredChains {
         return nil
     }
 
-    /// Whether `type` has a table of observable key paths at all (its own or an ancestor's).
+    private static let tabled = LockedState([ObjectIdentifier: Bool]())
+
+    /// Whether `type` has a table of observable key paths at all: its
+    /// `observableKeyPaths`, its own or inherited, is not empty (read once).
     static func hasTable(_ type: Any.Type) -> Bool {
-        !entries(of: type).isEmpty
+        let key = ObjectIdentifier(type)
+        if let known = tabled.withLock({ $0[key] }) { return known }
+        let found = (type as? any KeyValueObservable.Type)?.observableKeyPaths.isEmpty == false
+        tabled.withLock { $0[key] = found }
+        return found
     }
 
     /// The number of the chain `match` reads, shared by every spelling of it.

@@ -146,25 +146,24 @@ enum Dependencies {
         }
     }
 
+    /// Whether `keyPath` is a dependent key the class `type` declares (what
+    /// key-value coding refuses to assign).
+    static func isDeclared(_ keyPath: AnyKeyPath, in type: any KeyValueObservable.Type) -> Bool {
+        declaration(of: keyPath, in: declarations(of: type)) != nil
+    }
+
     /// The entries of `object`'s class's `dependentKeyPaths` that belong to it:
     /// those whose dependent key is rooted in the class or a superclass. An
     /// entry rooted in another class (`\Other.name: [\Mine.title]`) is not
     /// the declaring class's to make: it is ignored, so it can never turn
     /// another class's property into a key that class's setters do not
     /// announce.
-    /// Whether `keyPath` is a dependent key `object`'s class declares (what
-    /// key-value coding refuses to assign).
-    static func isDeclared<Root: KeyValueObservable>(_ keyPath: AnyKeyPath, on object: Root) -> Bool {
-        declaration(of: keyPath, in: declarations(of: object)) != nil
+    private static func declarations<Root: KeyValueObservable>(of object: Root) -> [AnyKeyPath: [AnyKeyPath]] {
+        declarations(of: type(of: object))
     }
 
-    private static func declarations<Root: KeyValueObservable>(
-        of object: Root
-    ) -> [AnyKeyPath: [AnyKeyPath]] {
-        let objectType = type(of: object)
-        return objectType.dependentKeyPaths.filter {
-            KeyPathRegistry.rerooted($0.key, at: objectType) != nil
-        }
+    private static func declarations(of objectType: any KeyValueObservable.Type) -> [AnyKeyPath: [AnyKeyPath]] {
+        objectType.dependentKeyPaths.filter { KeyPathRegistry.rerooted($0.key, at: objectType) != nil }
     }
 
     /// The declared dependent key path `keyPath` denotes: itself, or the

@@ -99,10 +99,7 @@ enum KeyPathRegistry {
             local._withUnsafeGuaranteedRef { $0.remember(keyPath, cached) }
             return readsOverride(cached, on: object)
         }
-        let (resolved, isFinal) = try classify(keyPath, on: object)
-        // An optional chain cut short by a nil link, whose links past it were
-        // never seen, is decided again next time: not cached.
-        guard isFinal else { return readsOverride(resolved, on: object) }
+        let resolved = try classify(keyPath, on: object)
         let interned = resolvedKeyPaths.withLock { resolvedKeyPaths in
             if let existing = resolvedKeyPaths[keyPath] { return existing }
             resolvedKeyPaths[keyPath] = resolved
@@ -136,10 +133,10 @@ enum KeyPathRegistry {
         return ResolvedKeyPath(kind: .chain, keyPath: resolved.keyPath, key: resolved.key, property: nil)
     }
 
-    /// What `keyPath` is on `object`, and whether that is final (cacheable).
+    /// What `keyPath` is on `object`.
     private static func classify<Root: KeyValueObservable, Value>(
         _ keyPath: KeyPath<Root, Value>, on object: Root
-    ) throws(KVOError) -> (ResolvedKeyPath, isFinal: Bool) {
+    ) throws(KVOError) -> ResolvedKeyPath {
         let shape = KeyPathShape(of: keyPath)
         if shape.isForceUnwrapped { throw .forceUnwrappedKeyPath }
         guard DeclaredChains.hasTable(Root.self) else { throw refusal(keyPath, noTable(Root.self)) }
@@ -147,9 +144,9 @@ enum KeyPathRegistry {
             guard dependent.valueType == Value.self else { throw refusal(keyPath, "its value type") }
             let resolved = ResolvedKeyPath(
                 kind: .dependent, keyPath: keyPath, key: dependent.key, property: nil)
-            return (resolved, true)
+            return resolved
         }
-        if case .unknown = shape { return (try classifyDeclared(keyPath, on: object), true) }
+        if case .unknown = shape { return try classifyDeclared(keyPath, on: object) }
         let links = try declaredLinks(of: keyPath, shape: shape)
         let records = Probe.run { _ = object[keyPath: keyPath] }
         guard let first = records.first, first.object === object else {
@@ -166,7 +163,7 @@ enum KeyPathRegistry {
                 let resolved = ResolvedKeyPath(
                     kind: .property, keyPath: keyPath, key: first.property.key,
                     property: first.property)
-                return (resolved, true)
+                return resolved
             }
             // The subclass's own declaration of an inherited property: an
             // override. Its values are read through it, as a one-link chain.
@@ -176,13 +173,11 @@ enum KeyPathRegistry {
             else { throw refusal(keyPath, "a computed property, not an observable one") }
             let override = ResolvedKeyPath(
                 kind: .chain, keyPath: keyPath, key: first.property.key, property: nil)
-            return (override, true)
+            return override
         }
         switch chainMatch(records, links, keyPath: keyPath) {
-        case .exact:
-            return (chain, true)
-        case .cutShort(let isKnown):
-            return (chain, isKnown)
+        case .exact, .cutShort:
+            return chain
         case .mismatch(let index):
             throw refusal(
                 keyPath,
@@ -273,7 +268,7 @@ enum KeyPathRegistry {
                 throw refusal(keyPath, "link \(index + 1): " + noTable(owner))
             }
             guard ObservableDeclarations.declares(owner, valueType: link.valueType),
-                ObservableComponents.verdict(of: link.id, in: owner) != .notProperty
+                ObservableComponents.isProperty(link.id, of: owner)
             else {
                 // Written in generic code through a protocol requirement (`\Self.name` in a
                 // protocol extension), the component is the requirement: which property
@@ -373,10 +368,9 @@ enum KeyPathRegistry {
     enum ChainMatch {
         /// Every link is the property recorded for it.
         case exact
-        /// The records match every link up to a nil optional link, and no
-        /// link past it is known not to be an observable property; `isKnown`
-        /// when each is known to be one (rather than not known yet).
-        case cutShort(isKnown: Bool)
+        /// The records match every link up to a nil optional link, and the
+        /// tables say each link past it is an observable property.
+        case cutShort
         /// Link `index` is not the property read there.
         case mismatch(index: Int)
     }
@@ -410,22 +404,14 @@ enum KeyPathRegistry {
             Mirror(reflecting: cutValue).children.isEmpty  // nil
         else { return .mismatch(index: records.count) }
         // Past the nil link there is no object to read: each link is decided
-        // by the declarations of the class the link before it leads to.
-        // A link of a class whose observable properties are not all known
-        // (no complete table, wrappers not all read yet) is decided when an
-        // object to read appears: the registration is not cached.
+        // by the table of the class the link before it leads to.
         var owner: Any.Type = records[records.count - 1].property.valueType
-        var isKnown = true
         for index in records.count..<links.count {
             if let optional = owner as? any OptionalValue.Type { owner = optional.wrappedType }
-            switch ObservableComponents.verdict(of: links[index].id, in: owner) {
-            case .property: break
-            case .notProperty: return .mismatch(index: index)
-            case .unknown: isKnown = false
-            }
+            guard ObservableComponents.isProperty(links[index].id, of: owner) else { return .mismatch(index: index) }
             owner = links[index].valueType
         }
-        return .cutShort(isKnown: isKnown)
+        return .cutShort
     }
 
     /// `keyPath` spelled with the names of its properties (`\Folder.account?.name`)

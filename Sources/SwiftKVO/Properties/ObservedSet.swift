@@ -207,7 +207,11 @@ extension KeyValueObservable {
     ) throws(KVOError) -> ObservedSetMutator<Self, Element> {
         // Resolved on the static type: the mutator is typed by it (a
         // reference of a base class type reaches the base class's keys).
+        try KeyValueCoding.checkSingle(key, advice: "ask the object its links lead to")
         let path = try KeyValueCoding.path(key, on: Self.self)
+        guard !path.isDependent else {
+            throw KVOError(.unsupportedKeyPath, detail: "`\(key)` is a dependent key: it is computed, not mutated")
+        }
         guard let keyPath = path.keyPath as? ReferenceWritableKeyPath<Self, Set<Element>> else {
             throw KVOError(
                 .typeMismatch,
