@@ -40,7 +40,9 @@ public struct RelaySigningKey: Sendable {
 /// The production setting: without it, any client of the database can speak
 /// for any instance (see the DocC article's threat model). Keys rotate
 /// without downtime: deploy every instance with the new key as ``previous``,
-/// then make it ``current`` everywhere, then remove the old one.
+/// then make it ``current`` everywhere, then remove the old one. Every key
+/// id must be distinct (a relay refuses a configuration where two keys
+/// share one, as no message could be told to be under the second).
 ///
 /// Replays are told by sequence, never by age: a receiver drops a copy of a
 /// message it has seen however long ago it was sent
@@ -66,6 +68,19 @@ public struct RelaySigning: Sendable {
         self.previous = previous
     }
 
+    /// Checks that every key has its own id.
+    ///
+    /// - Throws: ``RelayError/invalidConfiguration(_:)`` naming the id two
+    ///   keys share: a message names its key by id, so the second key could
+    ///   never be used.
+    public func validate() throws(RelayError) {
+        var ids: Set<String> = []
+        for key in [current] + previous where !ids.insert(key.id).inserted {
+            throw .invalidConfiguration(
+                "two signing keys have the id \(key.id): every key, current or previous, needs its own id")
+        }
+    }
+
     /// The variable holding the current key, as `<id>:<base64 secret>`.
     public static let keyVariable = "SWIFTKVO_RELAY_SIGNING_KEY"
     /// The variable holding the previous keys, as `<id>:<base64 secret>` separated by commas.
@@ -75,7 +90,8 @@ public struct RelaySigning: Sendable {
     /// nil if ``keyVariable`` is not set.
     ///
     /// - Throws: ``RelayError/invalidConfiguration(_:)`` if a key does not
-    ///   parse (the message names the key id, never the secret).
+    ///   parse, or two keys share an id (the message names the key id, never
+    ///   the secret).
     public static func environment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(RelayError) -> RelaySigning? {
@@ -84,6 +100,7 @@ public struct RelaySigning: Sendable {
         for entry in (environment[previousKeysVariable] ?? "").split(separator: ",") {
             signing.previous.append(try key(String(entry), variable: previousKeysVariable))
         }
+        try signing.validate()
         return signing
     }
 

@@ -110,5 +110,38 @@ extension RelayTests {
         #expect(throws: RelayError.self) { try RelaySigning.environment([RelaySigning.keyVariable: "no secret"]) }
         #expect(throws: RelayError.self) { try RelaySigningKey(id: "bad\"id", secret: [UInt8](repeating: 1, count: 32)) }
     }
+
+    // Issue #35, item 5: a message names its key by id, so a second key
+    // with the same id could never verify anything.
+    @Test func twoKeysWithOneIdAreAConfigurationError() throws {
+        let one = Data(repeating: 7, count: 32).base64EncodedString()
+        let other = Data(repeating: 8, count: 32).base64EncodedString()
+        #expect(throws: RelayError.self) {
+            try RelaySigning.environment([
+                RelaySigning.keyVariable: "k1:\(one)", RelaySigning.previousKeysVariable: "k1:\(other)",
+            ])
+        }
+        #expect(throws: RelayError.self) {
+            try RelaySigning.environment([
+                RelaySigning.keyVariable: "k1:\(one)", RelaySigning.previousKeysVariable: "k0:\(one),k0:\(other)",
+            ])
+        }
+        let sameAsCurrent = RelaySigning(current: try Self.signingKey("k1", 1), previous: [try Self.signingKey("k1", 2)])
+        #expect(throws: RelayError.self) { try sameAsCurrent.validate() }
+        let twoPrevious = RelaySigning(
+            current: try Self.signingKey("k2", 1), previous: [try Self.signingKey("k1", 2), try Self.signingKey("k1", 3)])
+        #expect(throws: RelayError.self) { try twoPrevious.validate() }
+        var configuration = RelayConfiguration(transport: SilentTransport(), instanceID: "a")
+        configuration.signing = sameAsCurrent
+        do {
+            _ = try Relay(configuration: configuration)
+            Issue.record("a relay was made with two keys of one id")
+        } catch {
+            #expect("\(error)".contains("k1"))
+            #expect(!"\(error)".contains(one))
+        }
+        configuration.signing = RelaySigning(current: try Self.signingKey("k2", 1), previous: [try Self.signingKey("k1", 2)])
+        _ = try Relay(configuration: configuration)
+    }
 }
 #endif
