@@ -152,18 +152,19 @@ extension Relay {
     }
 
     /// `payload` without its signature if signing is on and it is signed
-    /// with an accepted key; nil (dropped and counted) if it is not.
+    /// with an accepted key for the relay's channel; nil (dropped and
+    /// counted) if it is not.
     func verified(_ payload: String) -> String? {
         guard let signing = configuration.signing else { return payload }
-        switch signing.verify(payload) {
+        switch signing.verify(payload, channel: configuration.channel) {
+        case .valid(let message, _):
+            return message
         case .unsigned:
             drop(.unsigned)
             return nil
         case .wronglySigned:
             drop(.badSignature)
             return nil
-        case .valid(let message):
-            return message
         }
     }
 

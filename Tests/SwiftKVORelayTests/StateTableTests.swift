@@ -340,7 +340,8 @@ extension RelayTests {
         await a.stop()
         let now = UInt64(Date().timeIntervalSince1970 * 1_000_000)
         let unsigned = Self.storedSet("cfg.b", "66", stamp: now)
-        let wrongKey = RelaySigning(current: try Self.signingKey("k1", 2)).sign(Self.storedSet("cfg.c", "67", stamp: now))
+        let wrongKey = RelaySigning(current: try Self.signingKey("k1", 2)).sign(
+            Self.storedSet("cfg.c", "67", stamp: now), channel: channel)
         try await Self.insertStateRow(channel, name: "cfg.b", stamp: Int64(now), instance: "mallory", message: unsigned)
         try await Self.insertStateRow(channel, name: "cfg.c", stamp: Int64(now), instance: "mallory", message: wrongKey)
         // a's row is older than the loading relay: a row is the last write,
