@@ -259,6 +259,10 @@ private struct MeasuredStatePublisher: RelayStatePublisher {
         try await base.loadState(
             of: names, from: table, maximumMessageBytes: maximumMessageBytes, maximumRows: maximumRows)
     }
+
+    func resign(_ rows: [(row: RelayStateRow, message: String)], in table: RelayStateTable) async throws {
+        try await base.resign(rows, in: table)
+    }
 }
 
 /// `completion`, recording into `timer` the time from now until it succeeds.

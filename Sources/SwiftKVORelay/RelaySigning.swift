@@ -40,7 +40,10 @@ public struct RelaySigningKey: Sendable {
 /// The production setting: without it, any client of the database can speak
 /// for any instance (see the DocC article's threat model). Keys rotate
 /// without downtime: deploy every instance with the new key as ``previous``,
-/// then make it ``current`` everywhere, then remove the old one.
+/// then make it ``current`` everywhere (keeping the old one as ``previous``),
+/// then remove the old one. While the old key is still a ``previous`` key, an
+/// instance that loads a state-table row signed with it signs the row again
+/// with ``current``, so no stored value is lost when the old key goes.
 ///
 /// A signature covers the channel's name as well as the message: a message
 /// captured on one channel does not verify on another that shares the key.
@@ -70,6 +73,8 @@ public struct RelaySigning: Sendable {
     /// before the channel was signed wrote them. Only while upgrading a
     /// service (see the DocC article, *Upgrading signed relays*): such a
     /// signature may have been captured on another channel sharing the key.
+    /// A state-table row so signed is signed again, covering its channel,
+    /// when loaded.
     public var acceptsSignaturesWithoutChannel = false
 
     public init(current: RelaySigningKey, previous: [RelaySigningKey] = []) {
