@@ -99,13 +99,18 @@ public struct RelaySigning: Sendable {
     public static let keyVariable = "SWIFTKVO_RELAY_SIGNING_KEY"
     /// The variable holding the previous keys, as `<id>:<base64 secret>` separated by commas.
     public static let previousKeysVariable = "SWIFTKVO_RELAY_PREVIOUS_SIGNING_KEYS"
+    /// The variable that sets ``acceptsSignaturesWithoutChannel`` when it is `1`
+    /// (while upgrading only).
+    public static let acceptsSignaturesWithoutChannelVariable = "SWIFTKVO_RELAY_ACCEPT_SIGNATURES_WITHOUT_CHANNEL"
 
-    /// Signing from the environment: ``keyVariable`` and ``previousKeysVariable``;
-    /// nil if ``keyVariable`` is not set.
+    /// Signing from the environment: ``keyVariable``, ``previousKeysVariable``
+    /// and ``acceptsSignaturesWithoutChannelVariable``; nil if ``keyVariable``
+    /// is not set.
     ///
     /// - Throws: ``RelayError/invalidConfiguration(_:)`` if a key does not
-    ///   parse, or two keys share an id (the message names the key id, never
-    ///   the secret).
+    ///   parse, two keys share an id (the message names the key id, never
+    ///   the secret), or ``acceptsSignaturesWithoutChannelVariable`` is set
+    ///   to anything but `0` or `1`.
     public static func environment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(RelayError) -> RelaySigning? {
@@ -113,6 +118,11 @@ public struct RelaySigning: Sendable {
         var signing = RelaySigning(current: try key(current, variable: keyVariable))
         for entry in (environment[previousKeysVariable] ?? "").split(separator: ",") {
             signing.previous.append(try key(String(entry), variable: previousKeysVariable))
+        }
+        switch environment[acceptsSignaturesWithoutChannelVariable] ?? "" {
+        case "", "0": break
+        case "1": signing.acceptsSignaturesWithoutChannel = true
+        default: throw .invalidConfiguration("\(acceptsSignaturesWithoutChannelVariable) must be 0 or 1")
         }
         try signing.validate()
         return signing

@@ -105,6 +105,16 @@ extension RelayTests {
             ]))
         #expect(signing.current.id == "new")
         #expect(signing.previous.map(\.id) == ["old", "older"])
+        #expect(!signing.acceptsSignaturesWithoutChannel)
+        let upgrading = try RelaySigning.environment([
+            RelaySigning.keyVariable: "new:\(secret)", RelaySigning.acceptsSignaturesWithoutChannelVariable: "1",
+        ])
+        #expect(upgrading?.acceptsSignaturesWithoutChannel == true)
+        #expect(throws: RelayError.self) {
+            try RelaySigning.environment([
+                RelaySigning.keyVariable: "new:\(secret)", RelaySigning.acceptsSignaturesWithoutChannelVariable: "yes",
+            ])
+        }
         #expect(try RelaySigning.environment([:]) == nil)
         #expect(throws: RelayError.self) { try RelaySigning.environment([RelaySigning.keyVariable: "short:AAAA"]) }
         #expect(throws: RelayError.self) { try RelaySigning.environment([RelaySigning.keyVariable: "no secret"]) }
