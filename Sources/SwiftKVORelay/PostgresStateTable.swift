@@ -105,6 +105,21 @@ extension PostgresTransport.Publisher: RelayStatePublisher {
         }
     }
 
+    func resign(_ rows: [(row: RelayStateRow, message: String)], in table: RelayStateTable) async throws {
+        guard !rows.isEmpty else { return }
+        // Matched on the whole message read: it names the writer and the
+        // stamp, so a row written since is never overwritten.
+        let query: PostgresQuery = """
+            UPDATE \(unescaped: table.quoted) AS s SET message = w.m \
+            FROM unnest(\(rows.map { $0.row.name })::text[], \(rows.map { $0.row.entry })::text[], \
+            \(rows.map { $0.row.message ?? "" })::text[], \(rows.map { $0.message })::text[]) AS w(n, e, o, m) \
+            WHERE s.channel = \(channel.name) AND s.name = w.n AND s.entry = w.e AND s.message = w.o
+            """
+        try await untilClosed {
+            _ = try await self.connection.query(query, logger: self.logger)
+        }
+    }
+
     private func read(_ query: PostgresQuery) async throws -> [RelayStateRow] {
         try await untilClosed {
             var rows: [RelayStateRow] = []

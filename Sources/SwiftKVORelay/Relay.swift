@@ -218,6 +218,7 @@ public final class Relay: Sendable {
         guard configuration.maximumClockSkew >= .zero, configuration.resynchronizationInterval > .zero else {
             throw .invalidConfiguration("maximumClockSkew must not be negative, resynchronizationInterval must be positive")
         }
+        try configuration.signing?.validate()
     }
 
     deinit {

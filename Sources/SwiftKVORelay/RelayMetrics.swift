@@ -21,6 +21,7 @@ import Metrics
 /// | `swiftkvo_relay_incarnation_conflicts_total` | counter | messages continuing an incarnation after a newer one was heard (``RelayStatistics/incarnationConflicts``) |
 /// | `swiftkvo_relay_state_loads_total` | counter | loads from the state table, with dimension `outcome`: `completed` (``RelayStatistics/stateLoads``) or `failed` (``RelayStatistics/stateLoadFailures``) |
 /// | `swiftkvo_relay_state_values_applied_total` | counter | values from the state table applied (``RelayStatistics/stateValuesApplied``) |
+/// | `swiftkvo_relay_state_rows_resigned_total` | counter | state-table rows signed again with the current key (``RelayStatistics/stateRowsResigned``) |
 /// | `swiftkvo_relay_queue_depth` | gauge | messages queued, not yet accepted by the broker |
 /// | `swiftkvo_relay_listening` | gauge | 1 while connected and listening, else 0 |
 /// | `swiftkvo_relay_publish_duration_seconds` | timer | one statement: from handing its messages to the broker to their commit |
@@ -62,6 +63,8 @@ public struct RelayMetrics: Sendable {
     public static let stateLoadsLabel = "swiftkvo_relay_state_loads_total"
     /// Counter of ``RelayStatistics/stateValuesApplied``.
     public static let stateValuesAppliedLabel = "swiftkvo_relay_state_values_applied_total"
+    /// Counter of ``RelayStatistics/stateRowsResigned``.
+    public static let stateRowsResignedLabel = "swiftkvo_relay_state_rows_resigned_total"
     /// Gauge of the messages queued and not yet accepted by the broker.
     public static let queueDepthLabel = "swiftkvo_relay_queue_depth"
     /// Gauge: 1 while the relay is connected and listening, else 0.
@@ -109,6 +112,7 @@ final class RelayInstruments: Sendable {
     let stateLoads: Counter
     let stateLoadFailures: Counter
     let stateValuesApplied: Counter
+    let stateRowsResigned: Counter
     let dropped: [(KeyPath<RelayStatistics, Int> & Sendable, Counter)]
     let queueDepth: Gauge
     let listening: Gauge
@@ -141,6 +145,7 @@ final class RelayInstruments: Sendable {
         stateLoadFailures = Counter(
             label: RelayMetrics.stateLoadsLabel, dimensions: dimensions + [("outcome", "failed")], factory: factory)
         stateValuesApplied = counter(RelayMetrics.stateValuesAppliedLabel)
+        stateRowsResigned = counter(RelayMetrics.stateRowsResignedLabel)
         dropped = Self.dropReasons.map { reason, keyPath in
             (
                 keyPath,
@@ -183,6 +188,7 @@ final class RelayInstruments: Sendable {
         add(stateLoads, \.stateLoads)
         add(stateLoadFailures, \.stateLoadFailures)
         add(stateValuesApplied, \.stateValuesApplied)
+        add(stateRowsResigned, \.stateRowsResigned)
         for (keyPath, counter) in dropped { add(counter, keyPath) }
         // Every connection established after the first is a reconnect: the
         // lost ones (disconnects), plus the current one if it is up, less the first.
@@ -258,6 +264,10 @@ private struct MeasuredStatePublisher: RelayStatePublisher {
     ) async throws -> [RelayStateRow] {
         try await base.loadState(
             of: names, from: table, maximumMessageBytes: maximumMessageBytes, maximumRows: maximumRows)
+    }
+
+    func resign(_ rows: [(row: RelayStateRow, message: String)], in table: RelayStateTable) async throws {
+        try await base.resign(rows, in: table)
     }
 }
 

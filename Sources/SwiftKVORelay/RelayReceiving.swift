@@ -152,19 +152,28 @@ extension Relay {
     }
 
     /// `payload` without its signature if signing is on and it is signed
-    /// with an accepted key; nil (dropped and counted) if it is not.
-    func verified(_ payload: String) -> String? {
+    /// with an accepted key for the relay's channel; nil (dropped and
+    /// counted) if it is not. A state-table row's failure (`row`, its name)
+    /// is also a warning: a stored value is not loaded.
+    func verified(_ payload: String, row: String? = nil) -> String? {
         guard let signing = configuration.signing else { return payload }
-        switch signing.verify(payload) {
-        case .unsigned:
-            drop(.unsigned)
-            return nil
-        case .wronglySigned:
-            drop(.badSignature)
-            return nil
-        case .valid(let message):
+        let reason: Reason
+        switch signing.verify(payload, channel: configuration.channel) {
+        case .valid(let message, _):
             return message
+        case .unsigned: reason = .unsigned
+        case .wronglySigned: reason = .badSignature
         }
+        drop(reason)
+        if let row {
+            warn(
+                "relay ignored a state-table row it could not verify; the value stays as it is here",
+                metadata: [
+                    "name": "\(Wire.loggable(row))", "reason": "\(reason.rawValue)",
+                    "table": "\(configuration.stateTable?.name ?? "?")",
+                ])
+        }
+        return nil
     }
 
     /// A resynchronization owed to the application for one instance.

@@ -39,7 +39,8 @@ extension Relay {
             return Wire.message(prefix: wirePrefix, sequence: sequence, body: body)
         }
         return signing.sign(
-            wirePrefix + String(sequence) + #","w":"# + String(Self.wallClockMicroseconds() / 1000) + body)
+            wirePrefix + String(sequence) + #","w":"# + String(Self.wallClockMicroseconds() / 1000) + body,
+            channel: configuration.channel)
     }
 
     /// The most sent messages whose echo the relay waits for; past that, an

@@ -108,6 +108,12 @@ protocol RelayStatePublisher: RelayPublisher {
     func loadState(
         of names: [String], from table: RelayStateTable, maximumMessageBytes: Int, maximumRows: Int
     ) async throws -> [RelayStateRow]
+
+    /// Replaces the message of each of `rows` under the publisher's channel
+    /// in `table` with its `message`, where the row still holds the message
+    /// it was read with (a row written meanwhile is left as it is): the same
+    /// write signed again, with the current key.
+    func resign(_ rows: [(row: RelayStateRow, message: String)], in table: RelayStateTable) async throws
 }
 
 /// Why a state table cannot be used.

@@ -88,6 +88,11 @@ public struct RelayStatistics: Hashable, Sendable {
     /// were applied. (Rows that do not validate are counted under the same
     /// `dropped…` reasons as messages.)
     public var stateValuesApplied = 0
+    /// State-table rows signed again with the current key when loaded: they
+    /// were signed with a previous key, or without the channel (see
+    /// ``RelaySigning``). Rows that do not verify are counted as
+    /// ``droppedUnsigned`` or ``droppedBadSignature`` and logged as warnings.
+    public var stateRowsResigned = 0
 
     /// All dropped messages, whatever the reason.
     public var dropped: Int {

@@ -80,6 +80,7 @@ extension Relay {
                                     "relay loaded only the first of its replicated entries",
                                     metadata: ["table": "\(table.name)", "rows": "\(rows.count)"])
                             }
+                            await resignOutdated(rows, keeper: keeper, table: table)
                             updated = await apply(rows, loading: loading)
                             state.withLock { $0.statistics.stateLoads.addSaturating(1) }
                         } catch {
@@ -111,6 +112,36 @@ extension Relay {
                 }
                 finish(request, updated: updated, loaded: loaded)
             }
+        }
+    }
+
+    /// Signs again, with the current key and covering the channel, the rows
+    /// signed with a previous key (or without the channel): once that key is
+    /// retired they would no longer verify, and their values would be lost.
+    /// A failure is logged and left for the next load.
+    private func resignOutdated(_ rows: [RelayStateRow], keeper: any RelayStatePublisher, table: RelayStateTable) async {
+        guard let signing = configuration.signing else { return }
+        let channel = configuration.channel
+        let outdated = rows.compactMap { row -> (row: RelayStateRow, message: String)? in
+            guard let message = row.message,
+                case .valid(let payload, outdated: true) = signing.verify(message, channel: channel)
+            else { return nil }
+            return (row, signing.sign(payload, channel: channel))
+        }
+        guard !outdated.isEmpty else { return }
+        do {
+            try await keeper.resign(outdated, in: table)
+            state.withLock { $0.statistics.stateRowsResigned.addSaturating(outdated.count) }
+            configuration.logger.info(
+                "relay signed state-table rows again with its current key",
+                metadata: ["table": "\(table.name)", "rows": "\(outdated.count)", "key": "\(signing.current.id)"])
+        } catch {
+            configuration.logger.warning(
+                "relay could not sign state-table rows again with its current key",
+                metadata: [
+                    "table": "\(table.name)", "rows": "\(outdated.count)",
+                    "error": "\(Wire.loggableError(RelayErrorDescription.describe(error)))",
+                ])
         }
     }
 
@@ -223,7 +254,7 @@ extension Relay {
             drop(.oversized)
             return nil
         }
-        guard let payload = verified(stored) else { return nil }
+        guard let payload = verified(stored, row: row.name) else { return nil }
         guard
             let message = try? decoder.decode(Wire.Incoming.self, from: Data(payload.utf8)),
             message.envelope.v == Wire.version, Wire.isValidInstanceID(message.envelope.o),

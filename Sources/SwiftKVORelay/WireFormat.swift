@@ -17,7 +17,9 @@ import SwiftKVO
 // stamp c; e names the entry — a dictionary key, a set member, a writer —
 // and is absent for the whole value; see ReplicationPolicy).
 // A signed message (RelaySigning) ends with its key id and signature:
-// …,"k":"<key id>","h":"<hex HMAC-SHA256 of everything before ,"k">"}.
+// …,"k":"<key id>","g":"<hex HMAC-SHA256 of the channel's name and
+// everything before ,"k">"}, so every member above is under it, and the
+// channel too (older relays wrote "h", without the channel).
 // A receiver decodes the envelope first, then the
 // body with the types registered for the name: nothing from the wire is
 // trusted before it has decoded as what it claims to be. A message is decoded

@@ -99,6 +99,7 @@ for relay in relays {
     try relay.replicate(\.visits, of: ledger, as: "fuzz.visits", merging: .counter)
 }
 let signer = RelaySigning(current: key)
+let channel = RelayConfiguration(transport: NoTransport(), instanceID: "fuzz-self", logger: quiet).channel
 let wrongSigner = RelaySigning(current: try RelaySigningKey(id: "fuzz", secret: [UInt8](repeating: 4, count: 32)))
 
 // MARK: Generating
@@ -299,7 +300,7 @@ while Date() < deadline {
         var payload = random.chance(10) ? bytes() : message()
         for (index, relay) in relays.enumerated() {
             if index == 1, random.chance(70) {
-                payload = (random.chance(10) ? wrongSigner : signer).sign(payload.isEmpty ? "{}" : payload)
+                payload = (random.chance(10) ? wrongSigner : signer).sign(payload.isEmpty ? "{}" : payload, channel: channel)
             }
             if index == 1 {
                 let entry = Fed(payload: payload, delivered: feedSigned(payload), at: .now)

@@ -16,13 +16,13 @@ extension RelayTests {
     /// A signed post of `relay.test.event` as a key holder would write it,
     /// with any incarnation and send time.
     static func signedPost(
-        _ signing: RelaySigning, instance: String, incarnation: UInt64, sequence: UInt64, sentAt sent: UInt64,
-        n: Int
+        _ signing: RelaySigning, on channel: RelayChannel, instance: String, incarnation: UInt64, sequence: UInt64,
+        sentAt sent: UInt64, n: Int
     ) throws -> String {
         let body = try Wire.postBody(name: NotificationHub.Name.testEvent.rawValue, userInfo: ["n": n])
         return signing.sign(
             Wire.prefix(instance: instance, incarnation: incarnation) + String(sequence) + #","w":"# + String(sent)
-                + body)
+                + body, channel: channel)
     }
 
     // Item 1.
@@ -73,7 +73,7 @@ extension RelayTests {
         // A key holder speaks for a: another incarnation, sent 29 s ahead.
         let ahead = Self.nowMilliseconds + 29_000
         let forged = try Self.signedPost(
-            signing, instance: a.relay.instanceID, incarnation: Incarnation.make(wallClockMilliseconds: ahead),
+            signing, on: channel, instance: a.relay.instanceID, incarnation: Incarnation.make(wallClockMilliseconds: ahead),
             sequence: 1, sentAt: ahead, n: 99)
         try await notifyRaw([forged], on: channel)
         try await eventually("the forged post") { atB.count == 2 }
@@ -112,7 +112,7 @@ extension RelayTests {
         let incarnation = Incarnation.make(wallClockMilliseconds: behind)
         let second = try (1...3).map { sequence in
             try Self.signedPost(
-                signing, instance: "fixed", incarnation: incarnation, sequence: UInt64(sequence),
+                signing, on: channel, instance: "fixed", incarnation: incarnation, sequence: UInt64(sequence),
                 sentAt: behind + UInt64(sequence), n: 3 + sequence)
         }
         try await notifyRaw(second, on: channel)
@@ -137,7 +137,7 @@ extension RelayTests {
         let incarnation = Incarnation.make(wallClockMilliseconds: Self.nowMilliseconds - 70_000)
         func post(_ sequence: UInt64, sentAt sent: UInt64) throws -> String {
             try Self.signedPost(
-                signing, instance: "paused-a", incarnation: incarnation, sequence: sequence, sentAt: sent,
+                signing, on: channel, instance: "paused-a", incarnation: incarnation, sequence: sequence, sentAt: sent,
                 n: Int(sequence))
         }
         try await notifyRaw([try post(1, sentAt: Self.nowMilliseconds)], on: channel)

@@ -28,9 +28,9 @@ extension RelayTests {
         let captured = try a.relay.message(posting: .testEvent, userInfo: ["n": 1], sequence: 1)
         let unsigned = Self.forgedPost("relay.test.event", instance: a.relay.instanceID, sequence: 2, userInfo: #"{"n":66}"#)
         let wrongKey = RelaySigning(current: try Self.signingKey("k1", 2)).sign(
-            Self.forgedPost("relay.test.event", instance: a.relay.instanceID, sequence: 3, userInfo: #"{"n":67}"#))
+            Self.forgedPost("relay.test.event", instance: a.relay.instanceID, sequence: 3, userInfo: #"{"n":67}"#), channel: channel)
         let unknownKey = RelaySigning(current: try Self.signingKey("k9", 1)).sign(
-            Self.forgedPost("relay.test.event", instance: a.relay.instanceID, sequence: 4, userInfo: #"{"n":68}"#))
+            Self.forgedPost("relay.test.event", instance: a.relay.instanceID, sequence: 4, userInfo: #"{"n":68}"#), channel: channel)
         var tampered = captured.replacingOccurrences(of: #""n":1"#, with: #""n":7"#)
         #expect(tampered != captured)
         tampered = tampered.replacingOccurrences(of: #""s":1,"#, with: #""s":5,"#)
@@ -105,10 +105,99 @@ extension RelayTests {
             ]))
         #expect(signing.current.id == "new")
         #expect(signing.previous.map(\.id) == ["old", "older"])
+        #expect(!signing.acceptsSignaturesWithoutChannel)
+        let upgrading = try RelaySigning.environment([
+            RelaySigning.keyVariable: "new:\(secret)", RelaySigning.acceptsSignaturesWithoutChannelVariable: "1",
+        ])
+        #expect(upgrading?.acceptsSignaturesWithoutChannel == true)
+        #expect(throws: RelayError.self) {
+            try RelaySigning.environment([
+                RelaySigning.keyVariable: "new:\(secret)", RelaySigning.acceptsSignaturesWithoutChannelVariable: "yes",
+            ])
+        }
         #expect(try RelaySigning.environment([:]) == nil)
         #expect(throws: RelayError.self) { try RelaySigning.environment([RelaySigning.keyVariable: "short:AAAA"]) }
         #expect(throws: RelayError.self) { try RelaySigning.environment([RelaySigning.keyVariable: "no secret"]) }
         #expect(throws: RelayError.self) { try RelaySigningKey(id: "bad\"id", secret: [UInt8](repeating: 1, count: 32)) }
+    }
+
+    // Issue #35, item 5: a message names its key by id, so a second key
+    // with the same id could never verify anything.
+    @Test func twoKeysWithOneIdAreAConfigurationError() throws {
+        let one = Data(repeating: 7, count: 32).base64EncodedString()
+        let other = Data(repeating: 8, count: 32).base64EncodedString()
+        #expect(throws: RelayError.self) {
+            try RelaySigning.environment([
+                RelaySigning.keyVariable: "k1:\(one)", RelaySigning.previousKeysVariable: "k1:\(other)",
+            ])
+        }
+        #expect(throws: RelayError.self) {
+            try RelaySigning.environment([
+                RelaySigning.keyVariable: "k1:\(one)", RelaySigning.previousKeysVariable: "k0:\(one),k0:\(other)",
+            ])
+        }
+        let sameAsCurrent = RelaySigning(current: try Self.signingKey("k1", 1), previous: [try Self.signingKey("k1", 2)])
+        #expect(throws: RelayError.self) { try sameAsCurrent.validate() }
+        let twoPrevious = RelaySigning(
+            current: try Self.signingKey("k2", 1), previous: [try Self.signingKey("k1", 2), try Self.signingKey("k1", 3)])
+        #expect(throws: RelayError.self) { try twoPrevious.validate() }
+        var configuration = RelayConfiguration(transport: SilentTransport(), instanceID: "a")
+        configuration.signing = sameAsCurrent
+        do {
+            _ = try Relay(configuration: configuration)
+            Issue.record("a relay was made with two keys of one id")
+        } catch {
+            #expect("\(error)".contains("k1"))
+            #expect(!"\(error)".contains(one))
+        }
+        configuration.signing = RelaySigning(current: try Self.signingKey("k2", 1), previous: [try Self.signingKey("k1", 2)])
+        _ = try Relay(configuration: configuration)
+    }
+
+    // Issue #35, item 8: the channel is under the signature.
+    @Test func aSignatureCoversTheChannel() throws {
+        let signing = RelaySigning(current: try Self.signingKey("k1", 1), previous: [try Self.signingKey("k0", 2)])
+        let x = try RelayChannel("orders")
+        let y = try RelayChannel("orders_eu")
+        let message = Self.forgedPost("relay.test.event", instance: "a", sequence: 1, userInfo: #"{"n":1}"#)
+        let signed = signing.sign(message, channel: x)
+        #expect(signing.verify(signed, channel: x) == .valid(message, outdated: false))
+        #expect(signing.verify(signed, channel: y) == .wronglySigned)
+        // A name that is the start of another names another channel.
+        #expect(signing.verify(signing.sign(message, channel: try RelayChannel("order")), channel: x) == .wronglySigned)
+        let byPrevious = RelaySigning(current: try Self.signingKey("k0", 2)).sign(message, channel: x)
+        #expect(signing.verify(byPrevious, channel: x) == .valid(message, outdated: true))
+        // As relays signed before the channel was: refused unless upgrading.
+        let unbound = signing.signWithoutChannel(message)
+        #expect(signing.verify(unbound, channel: x) == .wronglySigned)
+        var upgrading = signing
+        upgrading.acceptsSignaturesWithoutChannel = true
+        #expect(upgrading.verify(unbound, channel: x) == .valid(message, outdated: true))
+        #expect(upgrading.verify(signed, channel: y) == .wronglySigned)
+    }
+
+    @Test func aSignedMessageCapturedOnAnotherChannelIsDropped() async throws {
+        let x = try TestServer.freshChannel("signedx")
+        let y = try TestServer.freshChannel("signedy")
+        let signing = RelaySigning(current: try Self.signingKey("k1", 1))
+        let a = try await RunningRelay(channel: x) { $0.signing = signing }
+        let b = try await RunningRelay(channel: y) { $0.signing = signing }
+        let c = try await RunningRelay(channel: y) { $0.signing = signing }
+        for relay in [a.relay, b.relay, c.relay] { try relay.bridge(.testEvent, userInfoTypes: ["n": Int.self]) }
+        let atB = Inbox(.testEvent, from: b.relay)
+        // What a listener on x could have captured: a's message, verbatim.
+        let captured = try a.relay.message(posting: .testEvent, userInfo: ["n": 66], sequence: 1)
+        try await notifyRaw([captured], on: x)
+        try await notifyRaw([captured], on: y)
+        try c.relay.post(name: .testEvent, userInfo: ["n": 1])
+        try await eventually("c's post at b") { atB.count == 1 }
+        try await eventually("the copy counted") { b.relay.statistics.droppedBadSignature == 1 }
+        print("cross-channel: b received \(atB.values("n")), statistics \(b.relay.statistics)")
+        #expect(atB.values("n") == [1])
+        #expect(b.relay.statistics.dropped == 1)
+        await a.stop()
+        await b.stop()
+        await c.stop()
     }
 }
 #endif

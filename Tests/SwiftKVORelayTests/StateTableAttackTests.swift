@@ -190,4 +190,33 @@ extension RelayServiceTests {
         await c.stop()
     }
 }
+
+extension RelayTests {
+    // Issue #35, item 8, for rows: the channel is under the signature, so a
+    // signed row copied from another channel sharing the key is not loaded.
+    @Test func aSignedRowCopiedFromAnotherChannelIsDropped() async throws {
+        let x = try TestServer.freshChannel("rowx")
+        let y = try TestServer.freshChannel("rowy")
+        let signing = RelaySigning(current: try Self.signingKey("k1", 1))
+        let settingsX = Settings()
+        let a = try await RunningRelay(
+            channel: x, configure: { $0.signing = signing }, prepare: { try Settings.replicate(settingsX, on: $0) })
+        settingsX.a = 7
+        try await eventually("a's write committed") { a.relay.statistics.sent == 1 }
+        await a.stop()
+        let written = try await Self.stateRows(x)
+        let row = try #require(written["cfg.a"])
+        // The row as it is, stamp included: only its channel differs.
+        let stampText = try #require(row.message.split(separator: ",").first { $0.hasPrefix(#""c":"#) })
+        let stamp = try #require(Int64(stampText.dropFirst(4)))
+        try await Self.insertStateRow(y, name: "cfg.a", stamp: stamp, instance: row.instance, message: row.message)
+        let settingsY = Settings()
+        let b = try await RunningRelay(
+            channel: y, configure: { $0.signing = signing }, prepare: { try Settings.replicate(settingsY, on: $0) })
+        #expect(settingsY.values == [0, 0, 0, 0])
+        #expect(b.relay.statistics.droppedBadSignature == 1)
+        #expect(b.relay.statistics.stateValuesApplied == 0)
+        await b.stop()
+    }
+}
 #endif

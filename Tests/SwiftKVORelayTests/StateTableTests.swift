@@ -340,7 +340,8 @@ extension RelayTests {
         await a.stop()
         let now = UInt64(Date().timeIntervalSince1970 * 1_000_000)
         let unsigned = Self.storedSet("cfg.b", "66", stamp: now)
-        let wrongKey = RelaySigning(current: try Self.signingKey("k1", 2)).sign(Self.storedSet("cfg.c", "67", stamp: now))
+        let wrongKey = RelaySigning(current: try Self.signingKey("k1", 2)).sign(
+            Self.storedSet("cfg.c", "67", stamp: now), channel: channel)
         try await Self.insertStateRow(channel, name: "cfg.b", stamp: Int64(now), instance: "mallory", message: unsigned)
         try await Self.insertStateRow(channel, name: "cfg.c", stamp: Int64(now), instance: "mallory", message: wrongKey)
         // a's row is older than the loading relay: a row is the last write,
@@ -358,6 +359,108 @@ extension RelayTests {
         #expect(statistics.droppedBadSignature == 1)
         #expect(statistics.dropped == 2)
         await b.stop()
+    }
+
+    // Issue #35, item 4: the rotation the documentation describes, end to
+    // end: a value written under key A is still there once A is retired.
+    @Test func rotationKeepsTheState() async throws {
+        let channel = try TestServer.freshChannel("staterotate")
+        let keyA = try Self.signingKey("2026-10", 1)
+        let keyB = try Self.signingKey("2026-11", 2)
+        let settingsA = Settings()
+        let a = try await RunningRelay(
+            channel: channel, configure: { $0.signing = RelaySigning(current: keyA) },
+            prepare: { try Settings.replicate(settingsA, on: $0) })
+        settingsA.a = 7
+        try await eventually("a's write committed") { a.relay.statistics.sent == 1 }
+        await a.stop()
+        let written = try await Self.stateRows(channel)["cfg.a"]
+        #expect(written?.message.contains(#""k":"2026-10","#) == true)
+
+        // The overlap: B current, A previous. Loading signs the row again with B.
+        let settingsB = Settings()
+        let b = try await RunningRelay(
+            channel: channel, configure: { $0.signing = RelaySigning(current: keyB, previous: [keyA]) },
+            prepare: { try Settings.replicate(settingsB, on: $0) })
+        #expect(settingsB.values == [7, 0, 0, 0])
+        #expect(b.relay.statistics.stateRowsResigned == 1)
+        #expect(b.relay.statistics.dropped == 0)
+        await b.stop()
+        let resigned = try await Self.stateRows(channel)["cfg.a"]
+        let row = try #require(resigned)
+        #expect(row.message.contains(#""k":"2026-11","#))
+        #expect(Self.storedValue(row.message) == "7")
+
+        // A retired: an instance with B alone still loads the value.
+        let settingsC = Settings()
+        let c = try await RunningRelay(
+            channel: channel, configure: { $0.signing = RelaySigning(current: keyB) },
+            prepare: { try Settings.replicate(settingsC, on: $0) })
+        print("rotation: values \(settingsC.values), statistics \(c.relay.statistics)")
+        #expect(settingsC.values == [7, 0, 0, 0])
+        #expect(c.relay.statistics.stateValuesApplied == 1)
+        #expect(c.relay.statistics.dropped == 0)
+        #expect(c.relay.statistics.stateRowsResigned == 0)
+        await c.stop()
+    }
+
+    @Test func aStateRowThatNoLongerVerifiesIsAWarningAndCounted() async throws {
+        let channel = try TestServer.freshChannel("stateretired")
+        let keyA = try Self.signingKey("2026-10", 1)
+        let settingsA = Settings()
+        let a = try await RunningRelay(
+            channel: channel, configure: { $0.signing = RelaySigning(current: keyA) },
+            prepare: { try Settings.replicate(settingsA, on: $0) })
+        settingsA.a = 7
+        try await eventually("a's write committed") { a.relay.statistics.sent == 1 }
+        await a.stop()
+        // A retired without an overlap: the row cannot be verified.
+        let recorder = LogRecorder()
+        let settingsC = Settings()
+        let keyB = try Self.signingKey("2026-11", 2)
+        let c = try await RunningRelay(
+            channel: channel, logger: recorder.logger(level: .warning),
+            configure: { $0.signing = RelaySigning(current: keyB) },
+            prepare: { try Settings.replicate(settingsC, on: $0) })
+        #expect(settingsC.values == [0, 0, 0, 0])
+        #expect(c.relay.statistics.droppedBadSignature == 1)
+        let warnings = recorder.all.filter { $0.level == .warning && $0.message.contains("state-table row") }
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.metadata["name"]?.description == "cfg.a")
+        await c.stop()
+    }
+
+    // Issue #35, item 8, for upgrades: a row signed before the channel was
+    // signed is loaded while upgrading, and signed again covering it.
+    @Test func aRowSignedWithoutTheChannelIsSignedAgainWhileUpgrading() async throws {
+        let channel = try TestServer.freshChannel("stateupgrade")
+        let key = try Self.signingKey("k1", 1)
+        // The first relay makes the table (if this run has not yet).
+        let makerSettings = Settings()
+        let maker = try await RunningRelay(
+            channel: channel, configure: { $0.signing = RelaySigning(current: key) },
+            prepare: { try Settings.replicate(makerSettings, on: $0) })
+        await maker.stop()
+        let now = UInt64(Date().timeIntervalSince1970 * 1_000_000)
+        let old = RelaySigning(current: key).signWithoutChannel(
+            Self.storedSet("cfg.b", "5", stamp: now, instance: "old"))
+        try await Self.insertStateRow(channel, name: "cfg.b", stamp: Int64(now), instance: "old", message: old)
+        var upgrading = RelaySigning(current: key)
+        upgrading.acceptsSignaturesWithoutChannel = true
+        let settingsB = Settings()
+        let b = try await RunningRelay(
+            channel: channel, configure: { $0.signing = upgrading },
+            prepare: { try Settings.replicate(settingsB, on: $0) })
+        #expect(settingsB.values == [0, 5, 0, 0])
+        #expect(b.relay.statistics.stateRowsResigned == 1)
+        await b.stop()
+        let settingsC = Settings()
+        let c = try await RunningRelay(
+            channel: channel, configure: { $0.signing = RelaySigning(current: key) },
+            prepare: { try Settings.replicate(settingsC, on: $0) })
+        #expect(settingsC.values == [0, 5, 0, 0])
+        #expect(c.relay.statistics.dropped == 0)
+        await c.stop()
     }
 
     @Test func aTableOfThatNameTheRelayDidNotCreateIsLeftAloneAndReported() async throws {
