@@ -56,15 +56,22 @@ struct MemoryBreakdownTests {
 
     @Test func hubRegistrationsHoldABox() throws {
         let listener = Listener()
-        let observerBox = NotificationHub.makeBox(observer: listener, sender: .init(nil)) { _, _ in }
-        let tokenBox = HubTokenObservation(pinnedSender: nil) { [listener] _ in withExtendedLifetime(listener) {} }
+        // The smallest footprint of several, as above: one block may come from a larger free chunk.
+        let observerBoxes = (0..<8).map { _ in
+            NotificationHub.makeBox(observer: listener, sender: .init(nil)) { _, _ in }
+        }
+        let tokenBoxes = (0..<8).map { _ in
+            HubTokenObservation(pinnedSender: nil) { [listener] _ in withExtendedLifetime(listener) {} }
+        }
         let token = try NotificationHub.default.addObserver(forName: "memory-breakdown") { _ in }
-        print("memory-breakdown: hub observer-form box \(Self.footprint(observerBox)) B, "
-            + "hub token-form box \(Self.footprint(tokenBox)) B, hub token \(Self.footprint(token)) B")
+        let observerBox = observerBoxes.map(Self.footprint).min() ?? 0
+        let tokenBox = tokenBoxes.map(Self.footprint).min() ?? 0
+        print("memory-breakdown: hub observer-form box \(observerBox) B, "
+            + "hub token-form box \(tokenBox) B, hub token \(Self.footprint(token)) B")
         // The box keeps its 96-bit token (SelfRemovingObservation): 4 bytes more than before
         // SPEC §2.22 crossed a size class (80 -> 96).
-        #expect(Self.footprint(observerBox) <= 96)
-        #expect(Self.footprint(tokenBox) <= 64)
+        #expect(observerBox <= 96)
+        #expect(tokenBox <= 64)
         token.invalidate()
     }
 }
