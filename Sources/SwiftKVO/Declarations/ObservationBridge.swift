@@ -34,9 +34,9 @@ import Observation
 ///   `willSet` and the store and yield the old value, and the sequence then
 ///   misses the final value. Nothing of SwiftKVO's runs in that window, so
 ///   a bridged class misses it no more often than an `@Observable` one (in
-///   the package's measurement, one assignment from another thread with a
-///   `.prior` observer working 200 µs: 0 of 100 runs missed it, and 3 of
-///   100 for `@Observable`; 9 of 50 did when Observation's `willSet` came
+///   the package's measurement, one or three assignments from another thread with a
+///   `.prior` observer working 200 µs: 0 of 125 runs missed it, and 3 of
+///   125 for `@Observable`; 9 of 50 did when Observation's `willSet` came
 ///   before the prior notifications).
 /// - SwiftKVO calls its observers synchronously on the assigning thread,
 ///   after the store (and, with `.prior`, before it), for every change, with
