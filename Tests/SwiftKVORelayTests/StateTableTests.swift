@@ -361,19 +361,25 @@ extension RelayTests {
         await b.stop()
     }
 
+    /// Sets `cfg.a` to `value` through a relay signing with `key` on
+    /// `channel`, and stops it once the write is committed.
+    static func writeA(_ value: Int, on channel: RelayChannel, signedWith key: RelaySigningKey) async throws {
+        let settings = Settings()
+        let relay = try await RunningRelay(
+            channel: channel, configure: { $0.signing = RelaySigning(current: key) },
+            prepare: { try Settings.replicate(settings, on: $0) })
+        settings.a = value
+        try await eventually("the write committed") { relay.relay.statistics.sent == 1 }
+        await relay.stop()
+    }
+
     // Issue #35, item 4: the rotation the documentation describes, end to
     // end: a value written under key A is still there once A is retired.
     @Test func rotationKeepsTheState() async throws {
         let channel = try TestServer.freshChannel("staterotate")
         let keyA = try Self.signingKey("2026-10", 1)
         let keyB = try Self.signingKey("2026-11", 2)
-        let settingsA = Settings()
-        let a = try await RunningRelay(
-            channel: channel, configure: { $0.signing = RelaySigning(current: keyA) },
-            prepare: { try Settings.replicate(settingsA, on: $0) })
-        settingsA.a = 7
-        try await eventually("a's write committed") { a.relay.statistics.sent == 1 }
-        await a.stop()
+        try await Self.writeA(7, on: channel, signedWith: keyA)
         let written = try await Self.stateRows(channel)["cfg.a"]
         #expect(written?.message.contains(#""k":"2026-10","#) == true)
 
@@ -407,13 +413,7 @@ extension RelayTests {
     @Test func aStateRowThatNoLongerVerifiesIsAWarningAndCounted() async throws {
         let channel = try TestServer.freshChannel("stateretired")
         let keyA = try Self.signingKey("2026-10", 1)
-        let settingsA = Settings()
-        let a = try await RunningRelay(
-            channel: channel, configure: { $0.signing = RelaySigning(current: keyA) },
-            prepare: { try Settings.replicate(settingsA, on: $0) })
-        settingsA.a = 7
-        try await eventually("a's write committed") { a.relay.statistics.sent == 1 }
-        await a.stop()
+        try await Self.writeA(7, on: channel, signedWith: keyA)
         // A retired without an overlap: the row cannot be verified.
         let recorder = LogRecorder()
         let settingsC = Settings()
